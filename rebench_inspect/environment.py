@@ -78,7 +78,8 @@ class EnvironmentSpec(BaseModel):
     workspace_extras: dict[str, str] = Field(
         default_factory=dict,
         description="workspace path → file of the environment folder also given to the agent at setup (e.g. a copy "
-        "of the evaluator for local validation; the scorer never uses the agent's copy)",
+        "of the evaluator for local validation; the scorer never uses the agent's copy); `{scale}` in the file's path "
+        "names the scale's variant",
     )
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"

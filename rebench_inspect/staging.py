@@ -4,7 +4,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-from .environment import EnvironmentSpec
+from .environment import EnvironmentSpec, Scale
 
 StagePurpose = Literal["scoring", "prepare"]
 _SKIPPED_PARTS = {"__pycache__"}
@@ -46,16 +46,22 @@ def stage_files(environment: EnvironmentSpec, purpose: StagePurpose, destination
     return _copy(staged_files(environment, purpose), destination)
 
 
-def workspace_files(environment: EnvironmentSpec) -> dict[str, Path]:
-    """The starting workspace: relative path → source file (the workspace folder plus the declared extras)."""
+def workspace_files(environment: EnvironmentSpec, scale: Scale = "full") -> dict[str, Path]:
+    """The starting workspace at `scale`: relative path → source file (the workspace folder plus the declared
+    extras, whose `{scale}` placeholder names the scale's variant of a file)."""
     files = _tree(environment.workspace_dir, "") if environment.workspace_dir.exists() else {}
-    files.update({relative: environment.folder / source for relative, source in environment.workspace_extras.items()})
+    files.update(
+        {
+            relative: environment.folder / source.replace("{scale}", scale)
+            for relative, source in environment.workspace_extras.items()
+        }
+    )
     return files
 
 
-def copy_workspace(environment: EnvironmentSpec, destination: Path) -> Path:
+def copy_workspace(environment: EnvironmentSpec, destination: Path, scale: Scale = "full") -> Path:
     """Lay out the starting workspace in a host directory (tests, benchmarks); returns the destination."""
-    return _copy(workspace_files(environment), destination)
+    return _copy(workspace_files(environment, scale), destination)
 
 
 def reference_files(environment: EnvironmentSpec) -> dict[str, Path]:

@@ -157,7 +157,7 @@ def close_agent_services() -> Callable[[TaskState], Awaitable[None]]:
 async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
     await checked_exec(["mkdir", "-p", layout.workspace, layout.protected])
     await checked_exec(["chmod", "700", layout.protected])
-    for relative, source in workspace_files(environment).items():
+    for relative, source in workspace_files(environment, scale).items():
         await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
     if environment.prepare_script is not None:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
