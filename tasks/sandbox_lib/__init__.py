@@ -14,7 +14,7 @@ Inside the sandbox this folder is copied next to the environment's `score.py` / 
 from .checkpoints import check_untrusted_checkpoint, checkpoint_rules, load_untrusted_checkpoint, parameter_rules
 from .isolation import RUNNER_USER, Quarantine, runner_user
 from .preparation import Preparation
-from .processes import become_subreaper, descendants, kill_descendants
+from .processes import become_subreaper, descendants, kill_descendants, reap_children, wait_for_descendants
 from .program import INFRASTRUCTURE_EXIT, InfrastructureError, Invalid, Scored, ScoringRun, main
 from .result import ScoringArgs, parse_scoring_args, write_result
 from .snapshot import SnapshotReport, SnapshotTooLarge, snapshot_tree, snapshot_workspace
@@ -43,9 +43,11 @@ __all__ = [
     "main",
     "parameter_rules",
     "parse_scoring_args",
+    "reap_children",
     "run_untrusted",
     "runner_user",
     "snapshot_tree",
     "snapshot_workspace",
+    "wait_for_descendants",
     "write_result",
 ]

@@ -66,11 +66,28 @@ def kill_descendants(rounds: int = 5) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.05)
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        reap_children()
     return killed
+
+
+def reap_children() -> None:
+    """Collect every child that has exited, adopted orphans included (a subreaper must, or they stay zombies)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def wait_for_descendants(deadline: float, poll_s: float = 0.05) -> bool:
+    """Wait until no descendant of this process is left (reaping them as they exit); False at `deadline`
+    (`time.monotonic()`) with some still running."""
+    while True:
+        reap_children()
+        if not descendants():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)

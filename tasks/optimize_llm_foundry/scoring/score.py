@@ -38,11 +38,11 @@ from sandbox_lib import (  # noqa: E402
     ScoringRun,
     SnapshotTooLarge,
     demote_to,
-    descendants,
     kill_descendants,
     main,
     runner_user,
     snapshot_tree,
+    wait_for_descendants,
 )
 
 TIMEOUTS_S = {
@@ -71,7 +71,6 @@ RUN_IGNORE = (
 PASSED_VARIABLES = ("REBENCH_LLM_FOUNDRY_VENV", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LANG")
 # Generous: a Composer checkpoint with optimizer state is several times the model's size.
 MAX_FILE_BYTES = 256 * 1024**3
-POLL_S = 0.05
 
 
 def held_out(run: ScoringRun) -> tuple[Path, Path]:
@@ -135,9 +134,7 @@ def time_finetune(solution: Path, user: str | None, home: Path, timeout: float, 
         try:
             status = process.wait(timeout=timeout)
             # Work it left running (double forks, setsid, nohup) was re-parented to this subreaper: wait for it too.
-            while descendants() and time.monotonic() < deadline:
-                time.sleep(POLL_S)
-            if descendants():
+            if not wait_for_descendants(deadline):
                 raise subprocess.TimeoutExpired(process.args, timeout)
         except subprocess.TimeoutExpired:
             kill_descendants()
