@@ -1,6 +1,6 @@
 """Scoring with two users, as in the Docker image: the agent's module and programs run as `rebench-runner`, the
 agent's own processes as `agent`. Skips where those users do not exist (the host); the Docker tier runs it inside
-the image (`pytest -m docker tests/rust_codecontests/test_isolation_users.py`)."""
+the image (tests/docker/test_hacks_in_container.py)."""
 
 import os
 import pwd
