@@ -4,7 +4,8 @@
 # rebench-build-run), CI and users for local runs with ~/.cache/rebench/llm-foundry-venv (how the stack is found:
 # tasks/optimize_llm_foundry/scoring/stack.py).
 #   smoke: requirements.txt from PyPI (torch's PyPI wheel is the CUDA build; it runs on CPU too): about 3.5 minutes
-#          and 6.7 GB on a 2-core machine.
+#          and 6.7 GB on a 2-core machine. Binary wheels for Python 3.11 (the smoke image's Debian 12) and 3.12
+#          (the full image's Ubuntu 24.04; resolved with `pip install --dry-run`).
 #   full:  also requirements-full.txt (flash-attention 2 for the GPUs). flash-attn's build step downloads the
 #          prebuilt wheel for this torch/CUDA/Python from the flash-attention GitHub release; where none matches it
 #          compiles the kernels, which needs the CUDA compiler (nvcc: a CUDA *devel* image or toolkit, CUDA_HOME)
