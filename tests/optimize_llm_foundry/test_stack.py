@@ -59,7 +59,7 @@ def test_env_sh_activates_the_venv_and_finds_the_base_model_where_the_workspace_
     venv = fake_venv(tmp_path / "venv")
     workspace = tmp_path / "copied" / "workspace"
     (workspace / "solution").mkdir(parents=True)
-    shutil.copy(TASK / "workspace" / "env.sh", workspace / "env.sh")
+    shutil.copy(TASK / "scoring" / "env.sh", workspace / "env.sh")
     sourced = source_env(workspace, {"REBENCH_LLM_FOUNDRY_VENV": str(venv)})
     assert sourced.returncode == 0, sourced.stderr
     path, base_model, virtual_env = sourced.stdout.splitlines()
