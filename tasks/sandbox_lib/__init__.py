@@ -7,9 +7,12 @@ Inside the sandbox this folder is copied next to the environment's `score.py` / 
 - `Preparation` (preparation.py): `prepare.py`'s entry point; the smoke cache and the "already prepared" guard.
 - `load_untrusted_checkpoint` (checkpoints.py, needs torch when called): the agent's weights, checked.
 - `run_untrusted` / `demote_to` (untrusted.py): run the agent's code as the agent user with limits.
+- `Quarantine` (isolation.py): run the agent's code as the dedicated runner user `RUNNER_USER`, the agent's own
+  processes stopped, and remove every trace the runner left (see the module docstring).
 """
 
 from .checkpoints import check_untrusted_checkpoint, checkpoint_rules, load_untrusted_checkpoint, parameter_rules
+from .isolation import RUNNER_USER, Quarantine, runner_user
 from .preparation import Preparation
 from .processes import become_subreaper, descendants, kill_descendants
 from .program import INFRASTRUCTURE_EXIT, InfrastructureError, Invalid, Scored, ScoringRun, main
@@ -22,6 +25,8 @@ __all__ = [
     "InfrastructureError",
     "Invalid",
     "Preparation",
+    "Quarantine",
+    "RUNNER_USER",
     "Scored",
     "ScoringArgs",
     "ScoringRun",
@@ -39,6 +44,7 @@ __all__ = [
     "parameter_rules",
     "parse_scoring_args",
     "run_untrusted",
+    "runner_user",
     "snapshot_tree",
     "snapshot_workspace",
     "write_result",

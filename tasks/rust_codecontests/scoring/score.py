@@ -7,7 +7,7 @@
    runner user (never the agent's), with umask 077, a private temporary directory and a clean environment holding
    only the scoring proxy's URL and this run's proxy key, over the held-out test problems with every test except
    the public ones removed. Batches of 20 and an overall time cap bound it; afterwards every process it left
-   behind is killed. While it runs, the agent's own processes are stopped (`isolation.Quarantine`).
+   behind is killed. While it runs, the agent's own processes are stopped (`sandbox_lib.Quarantine`).
 2. Its results are read as untrusted data: only strings count as programs, and only a program that appears in a
    completion the scoring proxy served (`$REBENCH_MODEL_RESPONSES_DIR`, written by the host) reaches the compiler.
 3. This process (root) then compiles each program with the original's rules (`rust_evaluator.py`: `rustc
@@ -32,24 +32,21 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rust_evaluator
-from isolation import Quarantine
 from sandbox_lib import (
     InfrastructureError,
     Invalid,
+    Quarantine,
     Scored,
     ScoringRun,
     SnapshotTooLarge,
     demote_to,
     kill_descendants,
     main,
+    runner_user,
     snapshot_tree,
 )
 
 MODULE = "solution"
-# In containers the agent's module and its programs run as this user when the image has it (the Dockerfile
-# creates it), not as the agent's own user: then no process the agent left running can read the held-out
-# statements given to the module, ptrace it, or rewrite its results. Falls back to --run-as.
-RUNNER_USER = "rebench-runner"
 # Fields of a problem record the agent's module may see (held-out split).
 AGENT_FIELDS = (
     "name",
@@ -109,18 +106,6 @@ def test_problems_path(protected: Path) -> Path:
 
 def agent_view(problem: dict) -> dict:
     return {k: problem[k] for k in AGENT_FIELDS if k in problem}
-
-
-def pick_user(run_as: str | None) -> str | None:
-    if run_as is None:
-        return None
-    import pwd
-
-    try:
-        pwd.getpwnam(RUNNER_USER)
-        return RUNNER_USER
-    except KeyError:
-        return run_as
 
 
 def runner_env(private_tmp: Path) -> dict[str, str]:
@@ -312,7 +297,7 @@ def score(run: ScoringRun) -> Scored:
     problems = json.loads(problems_file.read_text())
     if not (run.workspace / f"{MODULE}.py").is_file():
         raise Invalid(f"no {MODULE}.py in the workspace")
-    user = pick_user(run.run_as)
+    user = runner_user(run.run_as)
     with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
         try:
             valid, raw, message, details = evaluate(run, problems, user, responses_dir)

@@ -35,6 +35,22 @@ FREEZE_POLL_S = 0.1
 TIMESTAMP_MARGIN_S = 0.05
 
 
+# The dedicated user scoring programs run the agent's code as in containers (the shared base image creates it): then
+# no process the agent left running can read what that code is given, trace it, or rewrite its results.
+RUNNER_USER = "rebench-runner"
+
+
+def runner_user(run_as: str | None) -> str | None:
+    """Who runs the agent's code: the runner user where the image has one, else `run_as` (None on the host)."""
+    if run_as is None:
+        return None
+    try:
+        pwd.getpwnam(RUNNER_USER)
+        return RUNNER_USER
+    except KeyError:
+        return run_as
+
+
 def uid_of(user: str | None) -> int | None:
     if not user:
         return None
