@@ -116,6 +116,8 @@ def command_demo(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS
     from rebench.maintenance import sandbox_check
 
+    from .sandbox import local_problems
+
     names = args.environments or list(ENVIRONMENTS)
     say = (lambda _: None) if args.quiet else (lambda text: print(text, flush=True))
     if not cache_dir().is_dir() or not any(cache_dir().iterdir()):
@@ -125,7 +127,12 @@ def command_demo(args: argparse.Namespace) -> int:
         )
     # One environment at a time, so the terminal says what is running (a 2-core machine gains nothing in parallel).
     logs = []
+    not_run: dict[str, str] = {}  # environments this machine lacks software for: name -> what to install
     for position, name in enumerate(names, start=1):
+        if missing := local_problems(ENVIRONMENTS[name]):
+            not_run[name] = "; ".join(missing)
+            say(f"[{position}/{len(names)}] {name}: not run: {not_run[name]}")
+            continue
         say(f"[{position}/{len(names)}] {name}: preparing, then scoring the starting and the reference solution…")
         started = time.monotonic()
         [log] = eval(
@@ -150,26 +157,34 @@ def command_demo(args: argparse.Namespace) -> int:
                     cast(dict, final.value)["normalised"] if final else None,
                 )
             )
+    rows.extend((name, "-", "not run", None, None) for name in not_run)
     rows.sort(key=lambda row: (row[0], row[1] != "starting"))
     print(f"\n{'environment':<22}{'solution':<11}{'status':<9}{'raw':>12}{'normalised':>12}")
     for name, solution, status, raw, normalised in rows:
         raw_text = "-" if raw is None else f"{raw:.4g}"
         norm_text = "-" if normalised is None else f"{normalised:.3f}"
         print(f"{name:<22}{solution:<11}{status:<9}{raw_text:>12}{norm_text:>12}")
+    for name, reason in not_run.items():
+        print(f"\n{name} was not run: {reason}")
     print(f"\nInspect logs in {args.log_dir}: open them with `inspect view --log-dir {args.log_dir}`")
-    return 0 if all(log.status == "success" for log in logs) else 1
+    # An environment asked for by name that could not run is a failure; in the default run over all, a listed gap.
+    asked_and_not_run = bool(args.environments) and bool(not_run)
+    return 0 if all(log.status == "success" for log in logs) and not asked_and_not_run else 1
 
 
 def command_preflight(args: argparse.Namespace) -> int:
     from rebench.environments import environment_named
 
-    from .sandbox import docker_problems
+    from .sandbox import docker_problems, local_problems
 
     environment = environment_named(args.environment)
-    problems = docker_problems(environment, args.scale)
+    if args.sandbox == "local":
+        problems, run = local_problems(environment), "local-sandbox run"
+    else:
+        problems, run = docker_problems(environment, args.scale), "Docker run"
     for problem in problems:
         print(f"- {problem}")
-    print("ready for a Docker run" if not problems else f"{len(problems)} problem(s) for a Docker run")
+    print(f"ready for a {run}" if not problems else f"{len(problems)} problem(s) for a {run}")
     return 1 if problems else 0
 
 
@@ -241,9 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(handler=command_demo)
 
-    preflight = commands.add_parser("preflight", help="say what a Docker run of an environment is missing")
+    preflight = commands.add_parser("preflight", help="say what a Docker (or local) run of an environment is missing")
     preflight.add_argument("environment")
     preflight.add_argument("--scale", choices=SCALES, default="full")
+    preflight.add_argument(
+        "--sandbox", choices=("docker", "local"), default="docker", help="local: software the host itself needs"
+    )
     preflight.set_defaults(handler=command_preflight)
 
     images = commands.add_parser("images", help="container images").add_subparsers(dest="images", required=True)

@@ -84,6 +84,12 @@ class EnvironmentSpec(BaseModel):
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )
+    local_check: str | None = Field(
+        default=None,
+        description="a script of the environment folder, run with the host's Python, that exits non-zero and says "
+        "what is missing and how to install it when this machine cannot run the environment on the local sandbox "
+        "(software the images carry but a plain `pip install rebench` does not)",
+    )
 
     location: Path | None = Field(
         default=None, description="the environment's folder; default: <name>/ inside the installed rebench package"

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +180,18 @@ def docker_problems(environment: EnvironmentSpec, scale: Scale) -> list[str]:
     except DockerException as ex:
         problems.append(f"could not inspect image {image}: {ex}")
     return problems
+
+
+def local_problems(environment: EnvironmentSpec) -> list[str]:
+    """What a local-sandbox run of this environment lacks on this machine (empty: ready): its `local_check`."""
+    if environment.local_check is None:
+        return []
+    check = subprocess.run(
+        [sys.executable, str(environment.folder / environment.local_check)], capture_output=True, text=True, timeout=60
+    )
+    if check.returncode == 0:
+        return []
+    return [check.stdout.strip() or check.stderr.strip() or f"{environment.local_check} exited {check.returncode}"]
 
 
 def _visible_gpu_count() -> int | None:

@@ -1,5 +1,9 @@
 """Shared fixtures: offline mock agents and a toy environment that exercises the machinery in milliseconds."""
 
+import os
+import pwd
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +30,24 @@ def toy_environment() -> EnvironmentSpec:
         scoring_timeout_s={"smoke": 30, "full": 30},
         location=TOY_FOLDER,
     )
+
+
+@pytest.fixture(scope="session")
+def second_user() -> str:
+    """An unprivileged user that can run this interpreter with torch: the image's `agent` where it exists (the Docker
+    tier runs the tests that use this inside the images: tests/docker/test_hacks_in_container.py), else `nobody`.
+    Skips without root or without such a user."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch users")
+    for name in ("agent", "nobody"):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        probe = [sys.executable, "-c", "import torch"]
+        if subprocess.run(["runuser", "-u", name, "--", *probe], capture_output=True, timeout=300).returncode == 0:
+            return name
+    pytest.skip(f"no user 'agent' or 'nobody' can run {sys.executable} with torch")
 
 
 def _usage() -> ModelUsage:

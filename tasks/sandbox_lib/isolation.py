@@ -10,8 +10,8 @@ or a file of their own made readable on purpose. `Quarantine` closes those chann
 - on `sweep()`, after the module and every program are dead: every process of the runner user is killed, every file
   the runner user owns is removed (whole filesystem, /proc and /sys aside), agent-owned files that others may write
   and that changed while the agent was stopped are removed (and reported: the run is then invalid), agent processes
-  holding a socket that can receive data (listening TCP, UDP, Unix) are killed, and SysV IPC objects of either user
-  that others may write are removed;
+  holding a socket that can receive data (listening TCP, UDP, Unix), or whose open files cannot be read, are
+  killed, and SysV IPC objects of either user that others may write are removed;
 - on exit, the agent's surviving processes are continued (SIGCONT).
 
 Without a dedicated runner user (the local sandbox, host tests) none of this applies: there is no second user to
@@ -177,17 +177,29 @@ def _receiving_socket_inodes() -> set[int]:
     return inodes
 
 
+def _held_sockets(pid: int, uid: int) -> set[int] | None:
+    """Socket inodes among `pid`'s open files; None when they cannot be read (the process made itself
+    non-dumpable). Root in a container lacks CAP_SYS_PTRACE, which reading another user's /proc/<pid>/fd needs, so
+    the links are read with the process's own uid as the effective one (the kernel checks the caller's fsuid)."""
+    os.seteuid(uid)
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except PermissionError:
+        return None
+    except OSError:  # the process is gone
+        return set()
+    finally:
+        os.seteuid(0)
+    return {int(link[8:-1]) for link in links if link.startswith("socket:[")}
+
+
 def kill_socket_holders(uid: int) -> list[int]:
-    """Kill processes of `uid` that hold a socket the runner could have sent data to."""
+    """Kill processes of `uid` that hold a socket the runner could have sent data to, or hide what they hold."""
     receiving = _receiving_socket_inodes()
     killed = []
     for pid in processes_of(uid):
-        try:
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        except OSError:
-            continue
-        held = {int(link[8:-1]) for link in links if link.startswith("socket:[")}
-        if held & receiving:
+        held = _held_sockets(pid, uid)
+        if held is None or held & receiving:
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)

@@ -9,17 +9,13 @@ import pickle
 import pwd
 import shutil
 import stat
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
-from .conftest import TASKS, score_workspace
-
-sys.path.insert(0, str(TASKS))
-from sandbox_lib import run_untrusted  # noqa: E402
+from .conftest import score_workspace
 
 
 def load_state(workspace: Path) -> dict:
@@ -133,20 +129,9 @@ def test_corrupted_and_odd_files(scoring_dirs):
     assert "directory" in invalid(workspace, protected)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch users")
-def test_run_as_user_cannot_read_protected_files(smoke_assets):
+def test_run_as_user_cannot_read_protected_files(second_user, smoke_assets):
     """With --run-as, the agent's file is opened as that user: a link to the held-out tokens fails."""
-    try:
-        user = pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no 'nobody' user")
-    try:
-        probe = run_untrusted([sys.executable, "-c", "import torch"], cwd=Path("/"), user="nobody", timeout=120)
-        usable = probe.ok
-    except OSError:
-        usable = False
-    if not usable:
-        pytest.skip("this interpreter is not usable by 'nobody'")
+    user = pwd.getpwnam(second_user)
     root = Path(tempfile.mkdtemp(prefix="fe-runas-"))
     try:
         os.chmod(root, 0o755)
@@ -156,11 +141,11 @@ def test_run_as_user_cannot_read_protected_files(smoke_assets):
         for path in [workspace, *workspace.iterdir()]:
             os.chown(path, user.pw_uid, user.pw_gid)
         assert stat.S_IMODE(protected.stat().st_mode) == 0o700
-        result = score_workspace(workspace, protected, run_as="nobody")
+        result = score_workspace(workspace, protected, run_as=second_user)
         assert result["valid"], result
         (workspace / "fixed_model.pth").unlink()
         os.symlink(protected / "val.bin", workspace / "fixed_model.pth")
-        result = score_workspace(workspace, protected, run_as="nobody")
+        result = score_workspace(workspace, protected, run_as=second_user)
         assert not result["valid"] and "symbolic link" in result["message"], result
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -3,10 +3,7 @@ memory-capped and time-limited; every bad input ends as an invalid verdict, neve
 
 import io
 import os
-import pwd
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -113,23 +110,9 @@ def test_pickled_code_and_wrong_shapes_are_invalid_with_their_reason(tmp_path):
     assert "NaN" in invalid(tmp_path, lambda path: torch.save(nan, path))
 
 
-def _usable_user() -> str:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch users")
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("no 'nobody' user")
-    probe = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", "import torch"],
-                           capture_output=True, timeout=120)
-    if probe.returncode != 0:
-        pytest.skip("this interpreter is not usable by 'nobody'")
-    return "nobody"
-
-
-def test_the_agent_users_permissions_apply(tmp_path):
+def test_the_agent_users_permissions_apply(tmp_path, second_user):
     """As the agent user the loader cannot read what that user cannot: a root-only file is invalid, not loaded."""
-    user = _usable_user()
+    user = second_user
     root = Path(tempfile.mkdtemp(prefix="loader-runas-"))
     try:
         os.chmod(root, 0o755)

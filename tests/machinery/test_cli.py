@@ -1,7 +1,9 @@
-"""`rebench score` and `rebench preflight` outside any eval."""
+"""`rebench score`, `rebench preflight` and what `rebench demo` says, outside any eval."""
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +77,34 @@ def test_demo_says_what_runs_and_warns_about_a_cold_first_preparation(tmp_path, 
     assert lines[0].startswith("First run: preparing the smoke models and data takes about")
     assert lines[1].startswith("[1/1] optimize_kernel: preparing")
     assert lines[2].startswith("[1/1] optimize_kernel: success in ")
+
+
+def with_local_check(environment, folder: Path, exit_code: int):
+    """The environment with a `local_check` script that prints a message and exits with `exit_code`."""
+    shutil.copytree(environment.folder, folder)
+    message = "needs the widget stack: run install_widgets.sh"
+    (folder / "check.py").write_text(f"import sys\nprint({message!r})\nsys.exit({exit_code})\n")
+    return environment.model_copy(update={"location": folder, "local_check": "check.py"})
+
+
+def test_local_problems_are_what_the_environments_check_says(toy_environment, tmp_path):
+    from rebench_inspect.sandbox import local_problems
+
+    assert local_problems(toy_environment) == []  # no check: nothing beyond the package is needed
+    assert local_problems(with_local_check(toy_environment, tmp_path / "ok", 0)) == []
+    missing = with_local_check(toy_environment, tmp_path / "missing", 1)
+    assert local_problems(missing) == ["needs the widget stack: run install_widgets.sh"]
+
+
+def test_preflight_and_demo_say_what_a_local_run_lacks(toy_environment, tmp_path, monkeypatch, capsys):
+    from rebench.environments import ENVIRONMENTS
+
+    monkeypatch.setitem(ENVIRONMENTS, "toy", with_local_check(toy_environment, tmp_path / "toy", 1))
+    assert cli.main(["preflight", "toy", "--sandbox", "local"]) == 1
+    assert "- needs the widget stack: run install_widgets.sh" in capsys.readouterr().out
+    # The demo does not run it, says why in its progress, its table and after it; asked for by name, that fails.
+    assert cli.main(["demo", "toy", "--log-dir", str(tmp_path / "logs")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "[1/1] toy: not run: needs the widget stack: run install_widgets.sh" in lines
+    assert ["toy", "-", "not", "run", "-", "-"] in [line.split() for line in lines]
+    assert "toy was not run: needs the widget stack: run install_widgets.sh" in lines

@@ -1,6 +1,6 @@
 """Scoring with two users, as in the Docker image: the agent's module and programs run as `rebench-runner`, the
 agent's own processes as `agent`. Skips where those users do not exist (the host); the Docker tier runs it inside
-the image (`pytest -m docker tests/rust_codecontests/test_isolation_users.py`)."""
+the image (tests/docker/test_hacks_in_container.py)."""
 
 import os
 import pwd
@@ -37,6 +37,9 @@ pytestmark = [
 
 LISTENER = "import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); time.sleep(600)\n"
 IDLE = "import time\ntime.sleep(600)\n"
+# A listener that hides its open files: non-dumpable (prctl PR_SET_DUMPABLE 0), so /proc/<pid>/fd is closed even to
+# its own user, and root in a container has no CAP_SYS_PTRACE to look anyway.
+HIDDEN_LISTENER = "import ctypes\nctypes.CDLL(None).prctl(4, 0)\n" + LISTENER
 
 
 def _state(pid: int) -> str:
@@ -54,7 +57,7 @@ def test_quarantine_removes_every_channel():
     processes = []
     try:
         workspace, protected = make_env(root, HACKS / "leak_everything.py")
-        # what an agent would prepare: a shared folder, a world-writable drop file, a listener, an idle process
+        # what an agent would prepare: a shared folder, a world-writable drop file, listeners, an idle process
         shared, drop = root / "shared", root / "drop.txt"
         shared.mkdir(mode=0o777)
         drop.touch()
@@ -65,8 +68,9 @@ def test_quarantine_removes_every_channel():
         (workspace / "leak_dir.txt").write_text(str(shared))
         (workspace / "drop_file.txt").write_text(str(drop))
         listener = subprocess.Popen([sys.executable, "-c", LISTENER], user=AGENT)
+        hidden = subprocess.Popen([sys.executable, "-c", HIDDEN_LISTENER], user=AGENT)
         idle = subprocess.Popen([sys.executable, "-c", IDLE], user=AGENT)
-        processes += [listener, idle]
+        processes += [listener, hidden, idle]
         time.sleep(1)
         result = score_workspace(workspace, protected, server.env, run_as=AGENT)
         isolation = result["details"]["isolation"]
@@ -76,8 +80,8 @@ def test_quarantine_removes_every_channel():
         assert str(drop) in isolation["agent_files_written_by_runner"]
         # everything the runner user wrote in the shared folder is gone
         assert not [f for f in shared.iterdir() if f.stat().st_uid != agent.pw_uid]
-        # the agent's listener (a channel for data) is killed; its idle process is continued, not left stopped
-        assert listener.pid in isolation["agent_socket_holders_killed"]
+        # the agent's listeners (channels for data), hidden or not, are killed; its idle process is continued
+        assert {listener.pid, hidden.pid} <= set(isolation["agent_socket_holders_killed"])
         assert _state(idle.pid) in ("S", "R")
         # nothing of the runner user is left running or on disk
         assert not subprocess.run(["pgrep", "-u", RUNNER], capture_output=True).stdout.strip()

@@ -1,4 +1,5 @@
-"""Hack: look for solutions or hidden tests in the problem record and on disk; report what it found."""
+"""Hack: look for solutions or hidden tests in the problem record and on disk; report what it found and what it
+was refused."""
 
 import json
 import os
@@ -8,8 +9,12 @@ import time
 def _hidden_files():
     found, errors = [], []
     deadline = time.monotonic() + 5
+
+    def refused(exc):
+        errors.append(f"{type(exc).__name__}: {exc.strerror}")
+
     for top in ("/protected", "/tmp"):
-        for root, dirs, files in os.walk(top):
+        for root, dirs, files in os.walk(top, onerror=refused):
             if time.monotonic() > deadline or root.count(os.sep) - top.count(os.sep) > 5:
                 dirs[:] = []
                 continue
@@ -21,7 +26,7 @@ def _hidden_files():
                             json.load(f)
                         found.append(path)
                     except OSError as exc:
-                        errors.append(f"{type(exc).__name__}: {exc.strerror}")
+                        refused(exc)
     return found, errors
 
 
