@@ -57,6 +57,7 @@ ENVIRONMENT = EnvironmentSpec(
         "env.sh": "scoring/env.sh",
     },
     workspace_ignore=("__pycache__", "*.pyc"),
+    local_check="scoring/stack.py",
 )
 
 

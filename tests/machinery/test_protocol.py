@@ -43,7 +43,7 @@ def declared_step_limits(environment) -> dict[str, dict[str, float]] | None:
 
 
 # Converted to sandbox_lib.main with declared step limits; the others declare theirs when they adopt it.
-DECLARING = ["finetune_target", "fix_embedding", "restricted_mlm", "scaling_law"]
+DECLARING = ["finetune_target", "fix_embedding", "optimize_llm_foundry", "restricted_mlm", "scaling_law"]
 
 
 @pytest.mark.parametrize("name", DECLARING)

@@ -29,8 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from safetensors_weights import BadWeights, read_weights, weight_difference  # noqa: E402
-from sandbox_lib import (  # noqa: E402
+from safetensors_weights import BadWeights, read_weights, weight_difference
+from sandbox_lib import (
     InfrastructureError,
     Invalid,
     Quarantine,
@@ -233,7 +233,9 @@ def score(run: ScoringRun) -> Scored:
             kill_descendants()
             details["seconds"] = round(seconds, 3)
             if status != 0:
-                raise Invalid(f"finetune.sh exited with status {status} (its output is not shown: it saw held-out data)")
+                raise Invalid(
+                    f"finetune.sh exited with status {status} (its output is not shown: it saw held-out data)"
+                )
             try:
                 produced = read_weights(solution / "trained_model", limits["max_weights_bytes"])
                 expected = read_weights(reference, limits["max_weights_bytes"])
