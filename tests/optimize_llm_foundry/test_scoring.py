@@ -5,7 +5,6 @@ faster. The weight reader and the outside timer are tested without the LLM Found
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
