@@ -8,10 +8,14 @@ import pytest
 from rebench.environments import ENVIRONMENTS
 
 from rebench_inspect import cli
+from rebench_inspect.sandbox import local_problems
 
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
 def test_cli_scores_the_starting_workspace_of_every_environment(name, capsys):
+    missing = local_problems(ENVIRONMENTS[name])
+    if missing:  # software the images carry but this machine lacks (the message says how to install it)
+        pytest.skip("; ".join(missing))
     assert cli.main(["score", name, "--scale", "smoke"]) == 0  # no workspace: the starting one, as setup lays it out
     result = json.loads(capsys.readouterr().out)
     assert result["environment"] == name and result["scale"] == "smoke"
