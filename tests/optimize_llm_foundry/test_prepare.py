@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from rebench.optimize_llm_foundry.task import ENVIRONMENT
+from rebench_inspect.staging import prepare_command, stage_files
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "optimize_llm_foundry"
 
@@ -31,22 +34,22 @@ stack = _load_stack()
 pytestmark = pytest.mark.skipif(stack.stack_problem() is not None, reason=str(stack.stack_problem()))
 
 
-def staged_prepare(destination: Path) -> Path:
-    """prepare.py as the host stages it: the scoring folder, prepare.py and sandbox_lib in one folder."""
-    shutil.copytree(TASK / "scoring", destination, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(TASK / "prepare.py", destination / "prepare.py")
-    shutil.copytree(ROOT / "tasks" / "sandbox_lib", destination / "sandbox_lib")
-    return destination / "prepare.py"
-
-
 def run_prepare(
     root: Path, scale: str = "smoke", *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    script = root / "staged" / "prepare.py"
-    if not script.exists():
-        staged_prepare(root / "staged")
-    command = [sys.executable, str(script), "--scale", scale, "--workspace", str(root / "workspace")]
-    command += ["--protected", str(root / "protected"), *extra]
+    """prepare.py staged as the host stages it (scoring folder, prepare.py, sandbox_lib), run as the host runs it."""
+    staged = root / "staged"
+    if not staged.exists():
+        stage_files(ENVIRONMENT, "prepare", staged)
+    command = prepare_command(
+        scale,
+        python=sys.executable,
+        prepare_dir=staged,
+        workspace=root / "workspace",
+        protected=root / "protected",
+        setup="--setup" in extra,
+    )
+    command += [argument for argument in extra if argument != "--setup"]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
     return completed
