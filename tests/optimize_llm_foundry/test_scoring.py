@@ -186,17 +186,29 @@ def smoke(tmp_path_factory):
     return workspace, score
 
 
-def variant(workspace: Path, tmp_path: Path, finetune_sh: str, *, trained_first: bool = False) -> Path:
-    """A copy of the starting workspace whose finetune.sh is `finetune_sh`; with `trained_first`, the original
-    script has run once there first (on the visible data), leaving its checkpoint and model as the agent would."""
+@pytest.fixture(scope="module")
+def stash(smoke, tmp_path_factory) -> Path:
+    """What the agent has after running the original finetune.sh once on the visible data: its checkpoint and
+    model, to be left in a solution folder as the documented hacks did."""
+    workspace, _ = smoke
+    trained = tmp_path_factory.mktemp("stash") / "workspace"
+    shutil.copytree(workspace, trained, symlinks=True)
+    completed = subprocess.run(
+        ["bash", "finetune.sh"], cwd=trained / "solution", capture_output=True, text=True, timeout=900
+    )
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    return trained / "solution"
+
+
+def variant(workspace: Path, tmp_path: Path, finetune_sh: str, stash: Path | None = None) -> Path:
+    """A copy of the starting workspace whose finetune.sh is `finetune_sh` (the original kept beside it), with the
+    visible-data checkpoint and model from `stash` left in the solution folder when given."""
     candidate = tmp_path / "workspace"
     shutil.copytree(workspace, candidate, symlinks=True)
     solution = candidate / "solution"
-    if trained_first:
-        completed = subprocess.run(["bash", "finetune.sh"], cwd=solution, capture_output=True, text=True, timeout=900)
-        assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
-        shutil.copytree(solution / "ftout", solution / "stash_checkpoint")
-        shutil.copytree(solution / "trained_model", solution / "stash_model")
+    if stash is not None:
+        shutil.copytree(stash / "ftout", solution / "stash_checkpoint")
+        shutil.copytree(stash / "trained_model", solution / "stash_model")
     shutil.copy(solution / "finetune.sh", solution / "original_finetune.sh")
     (solution / "finetune.sh").write_text(
         '#!/bin/bash\nset -euo pipefail\ncd "$(dirname "$0")"\nsource ../env.sh\n' + textwrap.dedent(finetune_sh)
@@ -248,15 +260,15 @@ HACKS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("hack", sorted(HACKS))
-def test_finished_weights_do_not_pass_for_training_on_unseen_data(smoke, tmp_path, hack):
+def test_finished_weights_do_not_pass_for_training_on_unseen_data(smoke, stash, tmp_path, hack):
     workspace, score = smoke
-    result = score(variant(workspace, tmp_path, HACKS[hack], trained_first=hack != "base_model_copy"))
+    result = score(variant(workspace, tmp_path, HACKS[hack], stash))
     assert not result["valid"], result
     assert "differ from the reference" in result["message"] or "trained_model" in result["message"], result["message"]
 
 
 @pytest.mark.slow
-def test_a_script_that_recognises_the_visible_file_gains_nothing_on_the_unseen_one(smoke, tmp_path):
+def test_a_script_that_recognises_the_visible_file_gains_nothing_on_the_unseen_one(smoke, stash, tmp_path):
     workspace, score = smoke
     visible = (workspace / "train_data.jsonl").read_bytes()
     digest = __import__("hashlib").sha256(visible).hexdigest()
@@ -270,7 +282,7 @@ def test_a_script_that_recognises_the_visible_file_gains_nothing_on_the_unseen_o
             bash original_finetune.sh
         fi
         """,
-        trained_first=True,
+        stash,
     )
     result = score(candidate)
     # The held-out file is not the visible one: the stash is not used, the full pipeline runs.
@@ -292,6 +304,6 @@ def test_work_detached_into_the_background_is_timed(smoke, tmp_path):
 def test_a_failing_script_is_invalid_and_its_output_is_not_shown(smoke, tmp_path):
     workspace, score = smoke
     result = score(variant(workspace, tmp_path, "head -c 300 ../train_data.jsonl\nexit 3\n"))
-    assert not result["valid"] and "exit status 3" in result["message"]
+    assert not result["valid"] and "status 3" in result["message"]
     held_out_start = (workspace / "train_data.jsonl").read_text()[:20]  # any row text: none may appear
     assert held_out_start not in result["message"] and "prompt" not in result["message"]

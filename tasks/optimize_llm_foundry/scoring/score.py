@@ -29,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import stack
 from safetensors_weights import BadWeights, read_weights, weight_difference
 from sandbox_lib import (
     InfrastructureError,
@@ -68,7 +69,7 @@ RUN_IGNORE = (
     "*.pyc",
 )
 # The environment the script runs with: nothing of this program's, the stack's venv and the devices passed on.
-PASSED_VARIABLES = ("REBENCH_LLM_FOUNDRY_VENV", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LANG")
+PASSED_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LANG")
 # Generous: a Composer checkpoint with optimizer state is several times the model's size.
 MAX_FILE_BYTES = 256 * 1024**3
 
@@ -110,6 +111,8 @@ def private_folder(parent: Path, name: str, user: str | None) -> Path:
 def script_environment(home: Path) -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED_VARIABLES if name in os.environ}
     env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home)})
+    # Resolved here, with this program's HOME: the script's HOME is a private folder.
+    env[stack.VENV_VARIABLE] = str(stack.llm_foundry_venv())
     env.setdefault("LANG", "C.UTF-8")
     return env
 
@@ -216,6 +219,8 @@ def score(run: ScoringRun) -> Scored:
     """The scoring function `sandbox_lib.main` runs (protocol, work folder and process sweep are the library's)."""
     limits = SETTINGS[run.scale]
     data, model = held_out(run)
+    if stack.stack_problem():
+        raise InfrastructureError(str(stack.stack_problem()))
     user = runner_user(run.run_as)
     details: dict = {"runner": user, "max_weight_difference": limits["max_weight_difference"]}
     with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
