@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from .processes import kill_all
+
 # Trees never searched for leftovers: kernel views, not files anyone wrote. /dev is searched only at /dev/shm.
 SKIPPED_TREES = ("/proc", "/sys", "/dev")
 SEARCHED_UNDER_DEV = ("/dev/shm", "/dev/mqueue")
@@ -81,19 +83,7 @@ def processes_of(uid: int) -> list[int]:
 
 
 def kill_processes_of(uid: int, rounds: int = 5) -> int:
-    killed = 0
-    for _ in range(rounds):
-        pids = processes_of(uid)
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.05)
-    return killed
+    return kill_all(lambda: processes_of(uid), rounds)
 
 
 def _walk(roots: tuple[str, ...] = ("/",)):

@@ -8,6 +8,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -52,11 +53,12 @@ def descendants(root: int | None = None) -> list[int]:
     return found
 
 
-def kill_descendants(rounds: int = 5) -> int:
-    """SIGKILL every descendant of this process and reap them; returns how many were killed."""
+def kill_all(find: Callable[[], list[int]], rounds: int = 5) -> int:
+    """SIGKILL the pids `find()` returns, again until it returns none (at most `rounds` times), reaping this
+    process's exited children; returns how many signals were sent."""
     killed = 0
     for _ in range(rounds):
-        pids = descendants()
+        pids = find()
         if not pids:
             break
         for pid in pids:
@@ -68,6 +70,11 @@ def kill_descendants(rounds: int = 5) -> int:
         time.sleep(0.05)
         reap_children()
     return killed
+
+
+def kill_descendants(rounds: int = 5) -> int:
+    """SIGKILL every descendant of this process and reap them; returns how many were killed."""
+    return kill_all(descendants, rounds)
 
 
 def reap_children() -> None:
