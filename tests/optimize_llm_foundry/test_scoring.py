@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, INSTRUCTION_FIELDS
+from rebench_inspect.sandbox import local_problems
 from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_files
 
 SCORING = ENVIRONMENT.scoring_dir
@@ -141,22 +142,12 @@ def test_the_timer_stops_and_refuses_a_script_past_its_limit(tmp_path):
 # --- with the LLM Foundry stack (slow: each scoring run trains the tiny model, ~20-60 s on 2 cores) ---
 
 
-def stack_problem() -> str | None:
-    sys.path.insert(0, str(SCORING))
-    try:
-        import stack
-
-        return stack.stack_problem()
-    finally:
-        sys.path.remove(str(SCORING))
-
-
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """A prepared smoke layout (workspace, protected, staged scoring program) and a `score(workspace)` function."""
-    problem = stack_problem()
-    if problem:
-        pytest.skip(problem)
+    missing = local_problems(ENVIRONMENT)
+    if missing:  # the LLM Foundry stack: the message says how to install it
+        pytest.skip("; ".join(missing))
     root = tmp_path_factory.mktemp("foundry")
     workspace, protected = copy_workspace(ENVIRONMENT, root / "workspace", "smoke"), root / "protected"
     prepare_dir = stage_files(ENVIRONMENT, "prepare", root / "prepare")
