@@ -1,12 +1,13 @@
-"""Keep everything the agent's code writes during scoring away from the agent (Linux; see THREAT_MODEL.md).
+"""Keep everything the agent's code writes during scoring away from the agent (Linux; threat models:
+tasks/rust_codecontests/scoring/THREAT_MODEL.md, docs/fidelity.md for optimize_llm_foundry).
 
-While scoring runs, the agent's module and the judged programs run as a dedicated runner user (never the agent's
-user) with umask 077 and a private temporary directory. What they could still do is write somewhere the agent
-reads: a world-writable file or FIFO the agent prepared, a socket an agent process listens on, a SysV IPC object,
-or a file of their own made readable on purpose. `Quarantine` closes those channels:
+While scoring runs, the agent's code (rust_codecontests' module and the programs it judges, optimize_llm_foundry's
+finetune.sh) runs as a dedicated runner user, never the agent's user, in private folders. What it could still do
+is write somewhere the agent reads: a world-writable file or FIFO the agent prepared, a socket an agent process
+listens on, a SysV IPC object, or a file of its own made readable on purpose. `Quarantine` closes those channels:
 
 - on entry, every process of the agent's user is stopped (SIGSTOP), and processes of that user that appear later
-  are stopped as they appear, so nothing of the agent's runs concurrently with its module;
+  are stopped as they appear, so nothing of the agent's runs concurrently with its code;
 - on `sweep()`, after the module and every program are dead: every process of the runner user is killed, every file
   the runner user owns is removed (whole filesystem, /proc and /sys aside), agent-owned files that others may write
   and that changed while the agent was stopped are removed (and reported: the run is then invalid), agent processes
@@ -37,7 +38,8 @@ FREEZE_POLL_S = 0.1
 TIMESTAMP_MARGIN_S = 0.05
 
 
-# The dedicated user scoring programs run the agent's code as in containers (the shared base image creates it): then
+# The dedicated user scoring programs run the agent's code as in containers (created by the Dockerfiles of the
+# environments that use it): then
 # no process the agent left running can read what that code is given, trace it, or rewrite its results.
 RUNNER_USER = "rebench-runner"
 

@@ -160,8 +160,8 @@ def reference_weights(run: ScoringRun, data: Path, model: Path, user: str | None
     cache = run.protected / "cache" / f"reference-{reference_key(run, data)}"
     if (cache / "model.safetensors").is_file():
         return cache, {"reference": "cached"}
-    run_dir = private_folder(run.work, "reference", None)
-    run_dir.chmod(0o755)
+    run_dir = run.work / "reference"
+    run_dir.mkdir(mode=0o755)
     lay_out_run(run_dir, data, model)
     solution = run_dir / "solution"
     shutil.copytree(ORIGINAL_SOLUTION, solution, ignore=shutil.ignore_patterns("finetune.*.yaml"))
@@ -174,7 +174,6 @@ def reference_weights(run: ScoringRun, data: Path, model: Path, user: str | None
     seconds, status = time_finetune(
         solution, user, home, run.timeout(TIMEOUTS_S[run.scale]["reference"]), run_dir / "log.txt"
     )
-    kill_descendants()
     if status != 0:
         tail = (run_dir / "log.txt").read_bytes()[-3000:].decode(errors="replace")
         raise InfrastructureError(f"the original finetune.sh failed (status {status}) on the held-out data:\n{tail}")
@@ -219,8 +218,9 @@ def score(run: ScoringRun) -> Scored:
     """The scoring function `sandbox_lib.main` runs (protocol, work folder and process sweep are the library's)."""
     limits = SETTINGS[run.scale]
     data, model = held_out(run)
-    if stack.stack_problem():
-        raise InfrastructureError(str(stack.stack_problem()))
+    missing_stack = stack.stack_problem()
+    if missing_stack:
+        raise InfrastructureError(missing_stack)
     user = runner_user(run.run_as)
     details: dict = {"runner": user, "max_weight_difference": limits["max_weight_difference"]}
     with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
@@ -235,7 +235,6 @@ def score(run: ScoringRun) -> Scored:
             seconds, status = time_finetune(
                 solution, user, home, run.timeout(TIMEOUTS_S[run.scale]["finetune"]), run.work / "candidate.log"
             )
-            kill_descendants()
             details["seconds"] = round(seconds, 3)
             if status != 0:
                 raise Invalid(
