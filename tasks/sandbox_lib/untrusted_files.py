@@ -81,9 +81,11 @@ def parse_json(
     *,
     max_depth: int = MAX_JSON_DEPTH,
     max_integer_digits: int = MAX_INTEGER_DIGITS,
+    allow_non_finite: bool = False,
 ) -> Any:
     """The JSON value of `data` (UTF-8), bounded: at most `max_depth` nested arrays/objects, integers of at most
-    `max_integer_digits` digits, only finite numbers (no NaN, Infinity or 1e999)."""
+    `max_integer_digits` digits, only finite numbers (no NaN, Infinity or 1e999) unless `allow_non_finite` (for
+    formats that carry them, such as a graph's constants)."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
@@ -97,12 +99,14 @@ def parse_json(
 
     def number(text: str) -> float:
         value = float(text)
-        if not math.isfinite(value):
+        if not math.isfinite(value) and not allow_non_finite:
             raise _Refused(f"{label} holds a number too large for a float")
         return value
 
     def constant(text: str) -> float:
-        raise _Refused(f"{label} holds NaN or Infinity, which are not JSON numbers")
+        if not allow_non_finite:
+            raise _Refused(f"{label} holds NaN or Infinity, which are not JSON numbers")
+        return float(text)
 
     try:
         value = json.loads(data, parse_int=integer, parse_float=number, parse_constant=constant)
@@ -124,11 +128,14 @@ def read_json(
     max_bytes: int,
     max_depth: int = MAX_JSON_DEPTH,
     max_integer_digits: int = MAX_INTEGER_DIGITS,
+    allow_non_finite: bool = False,
     folder_fd: int | None = None,
 ) -> Any:
     """`parse_json` of `read_regular(path)`."""
     data = read_regular(path, label, max_bytes=max_bytes, folder_fd=folder_fd)
-    return parse_json(data, label, max_depth=max_depth, max_integer_digits=max_integer_digits)
+    return parse_json(
+        data, label, max_depth=max_depth, max_integer_digits=max_integer_digits, allow_non_finite=allow_non_finite
+    )
 
 
 def _depth(value: Any) -> int:
