@@ -1,7 +1,8 @@
 """Fuzz: malformed messages from the solution's process end in a verdict (issue 21), never a scorer crash.
 
 The solution shares the worker's process, so it can write anything on the channel the scorer reads: here
-solution.py writes one prepared frame (hostile JSON, or a broken frame) on that channel while it is imported."""
+solution.py writes one prepared frame (hostile JSON, or a broken frame) on that channel while it is imported. Each
+run starts the worker (seconds): the fast tier keeps the reproduced faults, the rest runs with `-m slow`."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ VARIANTS = [
 
 
 @pytest.mark.parametrize("variant", fuzz_inputs.params(VARIANTS))
-@pytest.mark.parametrize("after", ["", "os._exit(0)"], ids=["then-imported", "then-exit"])
+@pytest.mark.parametrize(
+    "after", ["", pytest.param("os._exit(0)", marks=pytest.mark.slow)], ids=["then-imported", "then-exit"]
+)
 def test_malformed_worker_messages_get_a_verdict(tmp_path, variant, after):
     staged = tmp_path / "frame"
     variant.write(staged)
