@@ -59,7 +59,7 @@ def test_weight_difference_is_the_sum_over_tensors_of_the_frobenius_norm(tmp_pat
         ("shape", "shape"),
         ("missing", "missing"),
         ("truncated", "does not fit"),
-        ("linked_file", "regular file"),
+        ("linked_file", "symbolic link"),
         ("linked_folder", "links are not followed"),
         ("empty", "no .safetensors"),
     ],
