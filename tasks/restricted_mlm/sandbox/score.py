@@ -143,7 +143,8 @@ def evaluate(run: ScoringRun, program: Path) -> float:
     outcome = json.loads(result_path.read_text())
     run.details["ops_seen"] = outcome.get("ops_seen")
     if not outcome.get("ok"):
-        raise Invalid(str(outcome.get("message")))
+        # The evaluation's message may quote names from the agent's files: cut short.
+        raise Invalid(str(outcome.get("message"))[:1000])
     run.details.update(device=outcome["device"], eval_seconds=outcome["eval_seconds"], loss=outcome["loss"])
     return float(outcome["loss"])
 
