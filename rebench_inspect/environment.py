@@ -7,12 +7,12 @@ builder (`rebench_inspect.task.build_task`) turns it into an Inspect `Task`.
 from enum import Enum
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Scale = Literal["smoke", "full"]
-SCALES: tuple[Scale, ...] = ("smoke", "full")
+from .scales import SCALES, Scale
+
+__all__ = ["SCALES", "Anchors", "EnvironmentSpec", "FinalRule", "Resources", "Scale", "Transform"]
 
 
 class Transform(str, Enum):
