@@ -61,6 +61,10 @@ class EnvironmentSpec(BaseModel):
     paper_name: str
     transform: Transform
     lower_is_better: bool
+    raw_unit: str = Field(
+        default="",
+        description="what a raw score counts, printed after it: a unit (ms, s) or a measure (loss, win rate)",
+    )
     anchors: dict[Scale, Anchors]
     final_rule: FinalRule = FinalRule.BEST
     score_visible: bool = Field(default=True, description="False: the agent only ever learns validity")
