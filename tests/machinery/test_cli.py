@@ -107,5 +107,5 @@ def test_preflight_and_demo_say_what_a_local_run_lacks(toy_environment, tmp_path
     assert cli.main(["demo", "toy", "--log-dir", str(tmp_path / "logs")]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert "[1/1] toy: not run: needs the widget stack: run install_widgets.sh" in lines
-    assert ["toy", "-", "not", "run", "-", "-"] in [line.split() for line in lines]
+    assert ["toy", "-", "not", "run", "-", "-", "-"] in [line.split() for line in lines]
     assert "toy was not run: needs the widget stack: run install_widgets.sh" in lines
