@@ -277,11 +277,13 @@ def command_calibrate(args: argparse.Namespace) -> int:
             f"({measured['runs']} scoring runs; raw at the mean {measured['raw_at_y_mean']:.6g})"
         )
     on_paper = document["normalised_on_paper_anchors"]
-    print(f"on the paper's anchors: start → {on_paper['start']:.3f}, reference → {on_paper['reference']:.3f}")
+    # The document's "paper" anchors are the built-in ones: the paper's at full scale, CPU-measured at smoke scale.
+    built_in = "the paper's anchors" if args.scale == "full" else "the built-in smoke anchors (CPU-measured)"
+    print(f"on {built_in}: start → {on_paper['start']:.3f}, reference → {on_paper['reference']:.3f}")
     if document["replaces_paper_anchors"]:
         print(f"anchors file: {out} (use it with -T anchors={out})")
     else:
-        print(f"{args.environment} is not timed: its paper anchors stay; the check is in {out}")
+        print(f"{args.environment} is not timed: {built_in} stay in use; the check is in {out}")
     return 0
 
 

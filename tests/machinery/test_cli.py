@@ -109,3 +109,17 @@ def test_preflight_and_demo_say_what_a_local_run_lacks(toy_environment, tmp_path
     assert "[1/1] toy: not run: needs the widget stack: run install_widgets.sh" in lines
     assert ["toy", "-", "not", "run", "-", "-", "-"] in [line.split() for line in lines]
     assert "toy was not run: needs the widget stack: run install_widgets.sh" in lines
+
+
+@pytest.mark.parametrize(
+    "scale, anchors", [("smoke", "the built-in smoke anchors (CPU-measured)"), ("full", "the paper's anchors")]
+)
+def test_calibrate_says_which_anchors_it_compares_with(scale, anchors, tmp_path, monkeypatch, capsys):
+    from rebench_inspect import calibrate
+
+    document = {"measured": {}, "normalised_on_paper_anchors": {"start": 0.01, "reference": 0.98}}
+    monkeypatch.setattr(calibrate, "run_calibration", lambda *args: {**document, "replaces_paper_anchors": False})
+    assert cli.main(["calibrate", "fix_embedding", "--scale", scale, "--out", str(tmp_path / "anchors.json")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"on {anchors}: start → 0.010, reference → 0.980"
+    assert printed[1].startswith(f"fix_embedding is not timed: {anchors} stay in use")
