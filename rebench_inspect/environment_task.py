@@ -109,7 +109,7 @@ def checked_parameters(environment: EnvironmentSpec, parameters: CommonParameter
             raise refuse(limit, "a whole number of at least 1 (or left out: no limit)")
     if parameters.sandbox not in SANDBOX_TYPES:
         raise refuse("sandbox", ", ".join(SANDBOX_TYPES))
-    if parameters.agent_user is not None and not (isinstance(parameters.agent_user, str) and parameters.agent_user):
+    if parameters.agent_user is not None and not isinstance(parameters.agent_user, str):
         raise refuse("agent_user", "a user name of the image")
     if parameters.score_visible is not None and not isinstance(parameters.score_visible, bool):
         raise refuse("score_visible", "true or false")
