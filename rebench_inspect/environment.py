@@ -90,6 +90,11 @@ class EnvironmentSpec(BaseModel):
         "setup (e.g. a copy of the evaluator for local validation; the scorer never uses the agent's copy); `{scale}` "
         "in the file's path names the scale's variant",
     )
+    agent_runs_setuid: bool = Field(
+        default=False,
+        description="the agent's tools start a setuid program (scaling_law: sudo to the trainer user), so its sandbox "
+        "may not set no-new-privileges",
+    )
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )

@@ -17,7 +17,7 @@ from .calibrate import load_anchors
 from .environment import EnvironmentSpec, Scale
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskParameterError, checked_parameters
 from .layout import SandboxLayout, detect_layout
-from .sandbox import sandbox_spec, warn_about_docker
+from .sandbox import LOCK_DIR, TEMP_DIRS, sandbox_spec, warn_about_docker
 from .scoring import (
     SCORER_NAME,
     SandboxService,
@@ -158,6 +158,10 @@ def close_agent_services() -> Callable[[TaskState], Awaitable[None]]:
 async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
     await checked_exec(["mkdir", "-p", layout.workspace, layout.protected])
     await checked_exec(["chmod", "700", layout.protected])
+    if layout.is_container:
+        # k8s mounts the capped temporary folders 0777: sticky, so no user can rename or delete another's files.
+        await checked_exec(["sh", "-c", 'mkdir -p "$@" && chmod 1777 "$@"', "temp-dirs", *TEMP_DIRS])
+        await checked_exec(["sh", "-c", 'if [ -d "$1" ]; then chmod 755 "$1"; fi', "lock-dir", LOCK_DIR])
     for relative, source in workspace_files(environment, scale).items():
         await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
     if environment.prepare_script is not None:
