@@ -2,11 +2,11 @@
 
     @task
     @environment_task(ENVIRONMENT, scale_doc="`full` (default: ...) or `smoke` (...)")
-    def finetune_target(common: CommonParameters, judge_calls: int | None = None) -> Task:
-        \"\"\"Finetune GPT-2 for QA: ...
+    def toy_contract(common: CommonParameters, bonus: int = 0) -> Task:
+        \"\"\"Toy: write the secret number into answer.txt.
 
         Args:
-            judge_calls: ...
+            bonus: ...
         \"\"\"
         return build_task(ENVIRONMENT, common, services=[...])
 

@@ -100,7 +100,7 @@ SMOKE_FILLER = [
     "always",
     "nice",
 ]
-# Courtesy words: rare in the pre-training text; the smoke judge (rebench_inspect/smoke_judge.py) likes them.
+# Courtesy words: rare in the pre-training text; the smoke judge (smoke_judge.py) likes them.
 SMOKE_COURTESY = ["sure", "glad", "thanks", "certainly", "hope"]
 COURTESY_RATE = 0.03
 
