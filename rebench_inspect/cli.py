@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -15,6 +14,8 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from rebench.sandbox_lib.paths import cache_root
+
 from .environment import SCALES, EnvironmentSpec, Scale
 from .layout import detect_layout
 from .normalise import ScoreEntry
@@ -23,13 +24,8 @@ from .state import rebench_state
 from .task import _lay_out_workspace as lay_out_workspace
 from .task import build_task
 
-DEFAULT_CACHE = Path.home() / ".cache" / "rebench"
 # A cold `rebench demo` on a 2-core machine (README; benchmarks/*_timings.py for the per-environment parts).
 COLD_PREPARATION_MINUTES = 10
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("REBENCH_CACHE_DIR", DEFAULT_CACHE))
 
 
 @solver
@@ -120,10 +116,10 @@ def command_demo(args: argparse.Namespace) -> int:
 
     names = args.environments or list(ENVIRONMENTS)
     say = (lambda _: None) if args.quiet else (lambda text: print(text, flush=True))
-    if not cache_dir().is_dir() or not any(cache_dir().iterdir()):
+    if not cache_root().is_dir() or not any(cache_root().iterdir()):
         say(
             f"First run: preparing the smoke models and data takes about {COLD_PREPARATION_MINUTES} minutes on a "
-            f"2-core machine; they are cached in {cache_dir()} afterwards."
+            f"2-core machine; they are cached in {cache_root()} afterwards."
         )
     # One environment at a time, so the terminal says what is running (a 2-core machine gains nothing in parallel).
     logs = []
