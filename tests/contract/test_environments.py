@@ -12,8 +12,8 @@ NAMES = sorted(ENVIRONMENTS)
 
 
 def score_constant(environment, name: str):
-    """A literal constant of the environment's scoring/score.py, read without importing it (None: not declared)."""
-    tree = ast.parse((environment.scoring_dir / "score.py").read_text())
+    """A literal constant of the environment's sandbox/score.py, read without importing it (None: not declared)."""
+    tree = ast.parse((environment.sandbox_dir / "score.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
             return ast.literal_eval(node.value)
@@ -24,7 +24,7 @@ def score_constant(environment, name: str):
 def test_step_limits_are_declared_and_fit_inside_the_hosts(name):
     environment = ENVIRONMENTS[name]
     limits = score_constant(environment, "TIMEOUTS_S")
-    assert limits is not None, f"{name}/scoring/score.py declares no TIMEOUTS_S"
+    assert limits is not None, f"{name}/sandbox/score.py declares no TIMEOUTS_S"
     assert sorted(limits) == sorted(SCALES), "TIMEOUTS_S declares both scales"
     repeated = set(score_constant(environment, "REPEATED_STEPS") or ())
     for scale, steps in limits.items():
