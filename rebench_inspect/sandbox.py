@@ -19,8 +19,6 @@ from typing import Any, Literal
 import yaml
 from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
 
-from rebench.sandbox_lib.paths import cache_root
-
 from .environment import EnvironmentSpec, Scale
 from .layout import CONTAINER_HOME
 
@@ -129,6 +127,8 @@ def k8s_values_file(environment: EnvironmentSpec, scale: Scale) -> Path:
     """Write the values where the k8s sandbox can read them; the name hashes the content (runs never collide)."""
     text = yaml.safe_dump(k8s_values(environment, scale), sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    from rebench.sandbox_lib.paths import cache_root  # here, not at import: the registry import stays light
+
     path = cache_root() / "k8s-values" / f"{environment.name}-{scale}-{digest}.yaml"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
