@@ -7,7 +7,6 @@ needs. Bad input is one line on stderr naming the parameter and what to do, and 
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
 
     from .environment import EnvironmentSpec
 
-DEFAULT_CACHE = Path.home() / ".cache" / "rebench"
 # A cold `rebench demo` on a 2-core machine (README; benchmarks/*_timings.py for the per-environment parts).
 COLD_PREPARATION_MINUTES = 10
 USAGE_ERROR = 2  # argparse's exit status for bad input
@@ -38,10 +36,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse prints the whole usage first; one line that names the parameter and points at --help is enough.
         self.exit(USAGE_ERROR, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("REBENCH_CACHE_DIR", DEFAULT_CACHE))
 
 
 def environment_argument(name: str) -> str:
@@ -167,16 +161,17 @@ def command_demo(args: argparse.Namespace) -> int:
 
     from rebench.environments import ENVIRONMENTS
     from rebench.maintenance import sandbox_check
+    from rebench.sandbox_lib.paths import cache_root
 
     from .reference import SANDBOX_CHECK_TOLERANCE
     from .sandbox import local_problems
 
     names = args.environments or list(ENVIRONMENTS)
     say = (lambda _: None) if args.quiet else (lambda text: print(text, flush=True))
-    if not cache_dir().is_dir() or not any(cache_dir().iterdir()):
+    if not cache_root().is_dir() or not any(cache_root().iterdir()):
         say(
             f"First run: preparing the smoke models and data takes about {COLD_PREPARATION_MINUTES} minutes on a "
-            f"2-core machine; they are cached in {cache_dir()} afterwards."
+            f"2-core machine; they are cached in {cache_root()} afterwards."
         )
     # One environment at a time, so the terminal says what is running (a 2-core machine gains nothing in parallel).
     rows: list[DemoRow] = []

@@ -98,6 +98,12 @@ class EnvironmentSpec(BaseModel):
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )
+    build_files: str | None = Field(
+        default=None,
+        description="'module:function' called as function(served_folder) when the environment's image is built: it "
+        "adds files its Dockerfile fetches with rebench-build-run (e.g. a toolchain from the build host); imported "
+        "only then",
+    )
     local_check: str | None = Field(
         default=None,
         description="a script of the environment folder (e.g. `sandbox/stack.py`), run with the host's Python, that "

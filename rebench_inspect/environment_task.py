@@ -2,11 +2,11 @@
 
     @task
     @environment_task(ENVIRONMENT, scale_doc="`full` (default: ...) or `smoke` (...)")
-    def finetune_target(common: CommonParameters, judge_calls: int | None = None) -> Task:
-        \"\"\"Finetune GPT-2 for QA: ...
+    def toy_contract(common: CommonParameters, bonus: int = 0) -> Task:
+        \"\"\"Toy: write the secret number into answer.txt.
 
         Args:
-            judge_calls: ...
+            bonus: ...
         \"\"\"
         return build_task(ENVIRONMENT, common, services=[...])
 
@@ -65,9 +65,9 @@ def in_rebench_namespace(function: Registered) -> Registered:
 
     Inspect namespaces what a package registers only when the package lies in site-packages or is an editable install
     of a distribution named like it. This distribution is `inspect-rebench` (PyPI's `rebench` is another project), so
-    in an editable install (a clone's `pip install -e .`) Inspect would register a bare `optimize_kernel` and
-    `inspect eval rebench/optimize_kernel` would find nothing. Inspect's decorators take the name from `__name__`.
-    A task file loaded by path (`inspect eval tasks/optimize_kernel/task.py`) is not in the package: left as it is.
+    in an editable install (a clone's `pip install -e .`) Inspect would register a bare `toy_contract` and
+    `inspect eval rebench/toy_contract` would find nothing. Inspect's decorators take the name from `__name__`.
+    A task file loaded by path (`inspect eval tasks/toy_contract/task.py`) is not in the package: left as it is.
     """
     if function.__module__.split(".")[0] == NAMESPACE and get_installed_package_name(function) is None:
         function.__name__ = f"{NAMESPACE}/{function.__name__}"

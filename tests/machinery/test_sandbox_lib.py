@@ -154,8 +154,7 @@ class CountingBuild:
 
     def __call__(self, scale, workspace, protected, settings, **kwargs):
         self.calls += 1
-        workspace.mkdir(parents=True, exist_ok=True)
-        protected.mkdir(parents=True, exist_ok=True)
+        assert workspace.is_dir() and protected.is_dir(), "Preparation creates both folders before the build"
         (workspace / "model.bin").write_text(f"build {self.calls}")
         (protected / "secret.json").write_text(json.dumps({"seed": os.urandom(8).hex()}))
 

@@ -41,6 +41,13 @@ from sandbox_lib.untrusted import OUTPUT_TAIL_BYTES, demote_to, kill_process_gro
 from sandbox_lib.untrusted_files import parse_json
 
 WORKER_FILES = ("kernel_worker.py", "kernel_common.py")
+# Seconds for each step, per scale; `ScoringRun.timeout` cuts every wait to what is left of the host's limit. The
+# solution is imported once; preparing an input, the call itself and each transfer back repeat for every call.
+TIMEOUTS_S = {
+    "smoke": {"import": 120, "prepare": 30, "call": 10, "transfer": 30},
+    "full": {"import": 300, "prepare": 120, "call": 20, "transfer": 300},
+}
+REPEATED_STEPS = ("prepare", "call", "transfer")
 SCORING_NICE = -10
 # Environment variables passed through to the worker; everything else is dropped.
 PASS_ENV = (
@@ -82,6 +89,7 @@ class Worker:
     ):
         """`work`: a root-owned directory that the caller removes; `limit` cuts each wait to the time left."""
         self.settings = settings
+        self.steps = TIMEOUTS_S[scale]
         self.limit = limit
         # Worker code: root-owned, readable (not writable) by the agent's user, outside the snapshot.
         self.code_dir = work / "kernel-worker"
@@ -159,11 +167,11 @@ class Worker:
 
     def import_solution(self) -> None:
         """Let the child import the solution, once its memory is open and PyTorch's own threads are noted."""
-        buffer_ptr = self.expect_started(self.settings["import_timeout_s"])
+        buffer_ptr = self.expect_started(self.steps["import"])
         self.open_memory(buffer_ptr)
         self.baseline_threads = set(self.threads())
         self.send({"cmd": "import"})
-        self.expect("imported", self.settings["import_timeout_s"], "importing solution.py")
+        self.expect("imported", self.steps["import"], "importing solution.py")
 
     # ---- the parent's own observations: they do not depend on anything the child says ----
 
@@ -441,7 +449,7 @@ def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict
         threads_before = worker.threads()
         worker.resume()
     worker.send({"cmd": "prepare", "n": n})
-    worker.expect("ready", settings["prepare_timeout_s"], f"preparing the input for {label}")
+    worker.expect("ready", worker.steps["prepare"], f"preparing the input for {label}")
     worker.freeze()
     if not on_gpu:
         worker.input_view[:n] = x
@@ -451,7 +459,7 @@ def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict
     worker.send({"cmd": "go"})
     t0 = time.perf_counter()
     worker.resume()
-    out_ptr = worker.read_done(settings["call_timeout_s"], f"prefix_sum in {label}")
+    out_ptr = worker.read_done(worker.steps["call"], f"prefix_sum in {label}")
     worker.stop(worker.pid)
     t1 = time.perf_counter()
     worker.freeze(everything=False)
@@ -475,7 +483,7 @@ def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict
     worker.resume()
 
     worker.send({"cmd": "report"})
-    facts = worker.expect("report", settings["transfer_timeout_s"], f"reporting on {label}")
+    facts = worker.expect("report", worker.steps["transfer"], f"reporting on {label}")
     if facts.get("error"):
         raise Invalid(f"prefix_sum raised an exception in {label}: {echo(facts['error'], 1000)}")
     if facts.get("type") != "torch.Tensor":
@@ -500,7 +508,7 @@ def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict
     if on_gpu:
         if facts.get("nbytes") != 4 * n:
             raise Invalid(f"the solution's process sent a malformed report in {label}")
-        got = bytes(worker.read_payload(4 * n, settings["transfer_timeout_s"]))
+        got = bytes(worker.read_payload(4 * n, worker.steps["transfer"]))
     if got is None:
         raise Invalid(f"the output of {label} could not be read where the solution's process said it was")
     output = np.frombuffer(got, dtype=np.int32)

@@ -61,11 +61,16 @@ AGENT_FIELDS = (
     "cf_tags",
     "source",
 )
+# Seconds for each step, per scale: the module's copy of the workspace, each batch of problems the module gets, and
+# the whole generation (the original's caps; smoke's overall cap is shorter: 8 problems, one batch).
+TIMEOUTS_S = {
+    "smoke": {"snapshot": 120, "batch": 60, "generation": 240},
+    "full": {"snapshot": 120, "batch": 60, "generation": 600},
+}
 SETTINGS = {
-    # batch_size, batch_timeout_s, total_timeout_s, concurrency (semaphore given to the module)
-    # The original's batches of 20 at both scales; smoke has a shorter overall cap (8 problems, one batch).
-    "smoke": dict(batch_size=20, batch_timeout=60.0, total_timeout=240.0, concurrency=8),
-    "full": dict(batch_size=20, batch_timeout=60.0, total_timeout=600.0, concurrency=16),
+    # batch_size (the original's batches of 20), concurrency (semaphore given to the module)
+    "smoke": dict(batch_size=20, concurrency=8),
+    "full": dict(batch_size=20, concurrency=16),
 }
 ENV_PASSTHROUGH = (
     "PATH",
@@ -92,7 +97,8 @@ TIMEOUT_OVERRIDES = {
 
 
 def settings_for(scale: str) -> dict:
-    settings = dict(SETTINGS[scale])
+    steps = TIMEOUTS_S[scale]
+    settings = dict(SETTINGS[scale], batch_timeout=float(steps["batch"]), total_timeout=float(steps["generation"]))
     for key, variable in TIMEOUT_OVERRIDES.items():
         if os.environ.get(variable):
             settings[key] = float(os.environ[variable])
@@ -318,7 +324,8 @@ def module_snapshot(run: ScoringRun, user: str | None) -> Path:
     destination = run.work / f"snapshot-{secrets.token_hex(8)}"
     destination.mkdir(mode=0o755)
     try:
-        snapshot_tree(run.workspace, destination, user=user, ignore=SNAPSHOT_IGNORE, max_seconds=run.timeout(120))
+        limit = run.timeout(TIMEOUTS_S[run.scale]["snapshot"])
+        snapshot_tree(run.workspace, destination, user=user, ignore=SNAPSHOT_IGNORE, max_seconds=limit)
     except SnapshotTooLarge as ex:
         raise Invalid(str(ex)) from None
     return destination
