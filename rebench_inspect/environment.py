@@ -84,6 +84,12 @@ class EnvironmentSpec(BaseModel):
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )
+    agent_extra_users: tuple[str, ...] = Field(
+        default=(),
+        description="users the agent can start processes as besides its own (e.g. through a sudo rule, like "
+        "scaling_law's trainer): their processes count as the agent's, frozen while scoring runs the agent's code "
+        "and killed before the final score",
+    )
     local_check: str | None = Field(
         default=None,
         description="a script of the environment folder, run with the host's Python, that exits non-zero and says "

@@ -636,5 +636,6 @@ def test_run_as_unprivileged_user(tmp_path, throwaway_user):
     result = score_workspace(workspace, tmp_path / "protected", run_as=throwaway_user)
     assert result["valid"], result["message"]
     out = result["details"]["stdout_tail"]
-    assert f"UID {pwd.getpwnam(throwaway_user).pw_uid}" in out and f"HOME {pwd.getpwnam(throwaway_user).pw_dir}" in out
+    assert f"UID {pwd.getpwnam(throwaway_user).pw_uid}" in out
+    assert re.search(r"^HOME /\S+/kernel-home$", out, re.MULTILINE), out  # private: no cache shared with the agent
     assert "PROTECTED unreadable" in out

@@ -35,11 +35,19 @@ pytestmark = [
                                                   "run Python and rustc (the Docker image)"),
 ]
 
-LISTENER = "import socket, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); time.sleep(600)\n"
-IDLE = "import time\ntime.sleep(600)\n"
-# A listener that hides its open files: non-dumpable (prctl PR_SET_DUMPABLE 0), so /proc/<pid>/fd is closed even to
-# its own user, and root in a container has no CAP_SYS_PTRACE to look anyway.
-HIDDEN_LISTENER = "import ctypes\nctypes.CDLL(None).prctl(4, 0)\n" + LISTENER
+# A listener that says where it listens (the module sends it what it was given).
+LISTENER = (
+    "import socket, sys, time\ns = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+    "open(sys.argv[1], 'w').write(str(s.getsockname()[1])); time.sleep(600)\n"
+)
+# A process that hides its open files: non-dumpable (prctl PR_SET_DUMPABLE 0), so /proc/<pid>/fd is closed even to
+# its own user, and root in a container has no CAP_SYS_PTRACE to look anyway: it could hold the written socket.
+HIDDEN = "import ctypes, time\nctypes.CDLL(None).prctl(4, 0)\ntime.sleep(600)\n"
+# Background training that the module never writes to: a socket pair between workers, a counter file.
+TRAINING = (
+    "import socket, sys, time\npair = socket.socketpair()\nstep = 0\n"
+    "while True:\n    step += 1\n    open(sys.argv[1], 'w').write(str(step))\n    time.sleep(0.01)\n"
+)
 
 
 def _state(pid: int) -> str:
@@ -67,11 +75,16 @@ def test_quarantine_removes_every_channel():
         os.chmod(drop, 0o666)
         (workspace / "leak_dir.txt").write_text(str(shared))
         (workspace / "drop_file.txt").write_text(str(drop))
-        listener = subprocess.Popen([sys.executable, "-c", LISTENER], user=AGENT)
-        hidden = subprocess.Popen([sys.executable, "-c", HIDDEN_LISTENER], user=AGENT)
-        idle = subprocess.Popen([sys.executable, "-c", IDLE], user=AGENT)
-        processes += [listener, hidden, idle]
-        time.sleep(1)
+        port, steps = shared / "port", shared / "steps"
+        listener = subprocess.Popen([sys.executable, "-c", LISTENER, str(port)], user=AGENT)
+        hidden = subprocess.Popen([sys.executable, "-c", HIDDEN], user=AGENT)
+        training = subprocess.Popen([sys.executable, "-c", TRAINING, str(steps)], user=AGENT)
+        processes += [listener, hidden, training]
+        deadline = time.monotonic() + 60
+        while not (port.exists() and port.read_text() and steps.exists()):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (workspace / "listener_port.txt").write_text(port.read_text())
         result = score_workspace(workspace, protected, server.env, run_as=AGENT)
         isolation = result["details"]["isolation"]
         assert result["details"]["module_user"] == RUNNER
@@ -80,9 +93,13 @@ def test_quarantine_removes_every_channel():
         assert str(drop) in isolation["agent_files_written_by_runner"]
         # everything the runner user wrote in the shared folder is gone
         assert not [f for f in shared.iterdir() if f.stat().st_uid != agent.pw_uid]
-        # the agent's listeners (channels for data), hidden or not, are killed; its idle process is continued
-        assert {listener.pid, hidden.pid} <= set(isolation["agent_socket_holders_killed"])
-        assert _state(idle.pid) in ("S", "R")
+        # the listener the module sent data to is killed, and so is the process that hides what it holds; the
+        # training run, which nothing reached, is continued
+        assert isolation["agent_sockets_written_by_runner"]
+        assert isolation["agent_processes_killed"] == sorted([listener.pid, hidden.pid])
+        steps_after = int(steps.read_text() or 0)
+        time.sleep(0.5)
+        assert _state(training.pid) in ("S", "R") and int(steps.read_text() or 0) > steps_after
         # nothing of the runner user is left running or on disk
         assert not subprocess.run(["pgrep", "-u", RUNNER], capture_output=True).stdout.strip()
     finally:
