@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rebench_inspect.environment import EnvironmentSpec
+from rebench_inspect.layout import SandboxLayout
+from rebench_inspect.scoring import stop_command
 from rebench_inspect.staging import scoring_command, stage_files
 
 RESULT_KEYS = {"valid", "raw", "message", "details"}
@@ -53,3 +55,16 @@ def scoring_result(environment: EnvironmentSpec, workspace: Path, protected: Pat
     result = json.loads((protected / "result.json").read_text())
     assert set(result) == RESULT_KEYS
     return result
+
+
+def run_final_stop(environment: EnvironmentSpec, agent_user: str, protected: Path) -> subprocess.CompletedProcess:
+    """The host's stop before the final score, as it runs in the sandbox: the staged script, as root."""
+    layout = SandboxLayout(
+        workspace=str(protected.parent / "workspace"),
+        protected=str(protected),
+        python=sys.executable,
+        agent_user=agent_user,
+        is_container=True,
+    )
+    stage_files(environment, "scoring", Path(layout.scoring_dir))
+    return subprocess.run(stop_command(environment, layout), capture_output=True, text=True, timeout=180)

@@ -65,7 +65,9 @@ def test_no_agent_process_opens_the_workers_input_and_all_run_on(tmp_path):
     shared = Path(tempfile.mkdtemp(prefix="kernel-isolation-"))
     os.chmod(shared, 0o777)
     found, rounds = shared / "found", shared / "rounds"
-    spy = subprocess.Popen([sys.executable, "-c", SPY, str(found), str(rounds)], user=AGENT, cwd=shared)
+    spy = subprocess.Popen(
+        [sys.executable, "-c", SPY, str(found), str(rounds)], user=AGENT, group=AGENT, extra_groups=[], cwd=shared
+    )
     try:
         deadline = time.monotonic() + 60
         while _rounds(rounds) < 3:
