@@ -3,6 +3,7 @@ staging, in a fresh process, one JSON result (docs/CONTRACT.md)."""
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -68,3 +69,15 @@ def run_final_stop(environment: EnvironmentSpec, agent_user: str, protected: Pat
     )
     stage_files(environment, "scoring", Path(layout.scoring_dir))
     return subprocess.run(stop_command(environment, layout), capture_output=True, text=True, timeout=180)
+
+
+def users_can_run(users: tuple[str, ...], probe: str, as_user: str) -> bool:
+    """Root, every one of `users` exists (the image's), and the shell command `probe` succeeds as `as_user`."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        for user in users:
+            pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return subprocess.run(["su", "-s", "/bin/sh", as_user, "-c", probe], capture_output=True).returncode == 0

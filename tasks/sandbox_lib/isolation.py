@@ -1,11 +1,11 @@
-"""Keep everything the agent's code writes during scoring away from the agent (Linux; threat models:
-tasks/rust_codecontests/scoring/THREAT_MODEL.md, docs/fidelity.md for optimize_llm_foundry).
+"""Keep everything the agent's code writes during scoring away from the agent (Linux; threat model of every channel:
+tasks/sandbox_lib/THREAT_MODEL.md).
 
 While scoring runs, the agent's code (rust_codecontests' module and the programs it judges, optimize_llm_foundry's
-finetune.sh) runs as a dedicated runner user, never the agent's, in private folders. What it could still do is
-write somewhere the agent reads: a world-writable file or FIFO the agent prepared, a socket an agent process can
-receive on, a SysV IPC object, or a file of its own made readable on purpose. `Quarantine` closes those channels
-and leaves the agent's own work alone:
+finetune.sh, optimize_kernel's worker) runs as a dedicated runner user, never the agent's, in private folders.
+What it could still do is write somewhere the agent reads: a world-writable file or FIFO the agent prepared, a
+socket an agent process can receive on, a SysV IPC object, or a file of its own made readable on purpose.
+`Quarantine` closes those channels and leaves the agent's own work alone:
 
 - on entry, every process of the agent's users is frozen (SIGSTOP, to the whole user at once: `users.freeze`), so
   nothing of the agent's runs concurrently with its code or reads what it sends before the sweep;
@@ -248,7 +248,8 @@ def cut_socket_channels(agent_uids: Sequence[int], before: dict[int, SocketState
         pid for pid in agents if (held := holders.get(pid)) is None or held & reached or (in_flight and held & unix)
     )
     for uid in agent_uids:
-        signal_processes(uid, [pid for pid in doomed if pid in processes_of([uid])], signal.SIGKILL)
+        own = processes_of([uid])
+        signal_processes(uid, [pid for pid in doomed if pid in own], signal.SIGKILL)
     report.update(
         agent_sockets_written_by_runner=sorted(written & reached),
         agent_datagram_sockets_not_checkable=sorted(unknowable & reached),

@@ -173,7 +173,7 @@ def kill_everything(uids: Sequence[int], deadline_s: float = STOP_DEADLINE_S) ->
     while True:
         signal_everything(uids, signal.SIGSTOP)  # all of them held still first: none reacts to another's death
         signal_everything(uids, signal.SIGKILL)
-        _reap()
+        reap_children()
         left = processes_of(uids)
         if not left or time.monotonic() > deadline:
             break
@@ -181,8 +181,9 @@ def kill_everything(uids: Sequence[int], deadline_s: float = STOP_DEADLINE_S) ->
     return [{"pid": pid, "uid": (_identity(pid) or (-1,))[0], "state": state} for pid, state in left.items()]
 
 
-def _reap() -> None:
-    """Collect this process's own exited children (a subreaper adopts the users' orphans)."""
+def reap_children() -> None:
+    """Collect every child of this process that has exited, adopted orphans included (a subreaper must, or they stay
+    zombies)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)

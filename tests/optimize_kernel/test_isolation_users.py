@@ -4,7 +4,6 @@ running again afterwards. Skips where those users do not exist (the host); the D
 (tests/docker/test_hacks_in_container.py)."""
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -14,25 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.scoring_program import users_can_run
+
 from .conftest import START_SOLUTION, make_workspace, score_workspace
 
 AGENT, RUNNER = "agent", "rebench-runner"
 
 
-def _users_ready() -> bool:
-    if os.geteuid() != 0:
-        return False
-    try:
-        pwd.getpwnam(AGENT), pwd.getpwnam(RUNNER)
-    except KeyError:
-        return False
-    probe = [sys.executable, "-c", "import torch"]
-    return subprocess.run(["runuser", "-u", RUNNER, "--", *probe], capture_output=True).returncode == 0
-
-
 pytestmark = [
     pytest.mark.docker,
-    pytest.mark.skipif(not _users_ready(), reason="needs root and the users `agent` and `rebench-runner` (the image)"),
+    pytest.mark.skipif(
+        not users_can_run((AGENT, RUNNER), f"{sys.executable} -c 'import torch'", RUNNER),
+        reason="needs root and the users `agent` and `rebench-runner` (the image)",
+    ),
 ]
 
 # Left running by the agent before it calls `score`: looks for the worker's input buffer in every process's open

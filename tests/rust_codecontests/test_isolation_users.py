@@ -13,27 +13,24 @@ from pathlib import Path
 
 import pytest
 
+from tests.scoring_program import users_can_run
+
 from .conftest import HACKS, FakeOpenAI, make_env, score_workspace
 
 AGENT, RUNNER = "agent", "rebench-runner"
 AS_AGENT = {"user": AGENT, "group": AGENT, "extra_groups": []}  # the agent's processes have its group too
 
 
-def _users_ready() -> bool:
-    if os.geteuid() != 0:
-        return False
-    try:
-        pwd.getpwnam(AGENT), pwd.getpwnam(RUNNER)
-    except KeyError:
-        return False
-    probe = f"{sys.executable} -c 'import openai' && {shutil.which('rustc') or 'rustc'} --version"
-    return subprocess.run(["su", "-s", "/bin/sh", RUNNER, "-c", probe], capture_output=True).returncode == 0
-
-
 pytestmark = [
     pytest.mark.docker,
-    pytest.mark.skipif(not _users_ready(), reason="needs root and the users `agent` and `rebench-runner` that can "
-                                                  "run Python and rustc (the Docker image)"),
+    pytest.mark.skipif(
+        not users_can_run(
+            (AGENT, RUNNER),
+            f"{sys.executable} -c 'import openai' && {shutil.which('rustc') or 'rustc'} --version",
+            RUNNER,
+        ),
+        reason="needs root and the users `agent` and `rebench-runner` that can run Python and rustc (the Docker image)",
+    ),
 ]
 
 # A listener that says where it listens (the module sends it what it was given).
