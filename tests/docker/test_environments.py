@@ -44,7 +44,7 @@ PROBES = {
         "setsid nohup sh -c 'while true; do :; done' >/dev/null 2>&1 & "
         "setsid nohup sh -c 'while true; do date +%s%N > $HOME/workspace/.rewritten; sleep 0.05; done' "
         ">/dev/null 2>&1 & echo 'date +%s%N > $HOME/workspace/.hopped; sh \"$0\" &' > $HOME/hop.sh; "
-        "for chain in 1 2 3 4; do setsid nohup sh $HOME/hop.sh >/dev/null 2>&1 & done; sleep 1; pgrep -u agent -c"
+        "for chain in $(seq 12); do setsid nohup sh $HOME/hop.sh >/dev/null 2>&1 & done; sleep 1; pgrep -u agent -c"
     ),
 }
 
