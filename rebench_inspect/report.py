@@ -632,7 +632,7 @@ def markdown(report: Report) -> str:
         lines.append("")
     lines += ["## Paper's human reference (full scale, H100)", ""]
     lines += [f"- {m['label']}: {m['normalised']} ({m['provenance']})" for m in report.paper_human_reference]
-    lines += ["", "## Plots", ""] + ([f"![{p}]({p})" for p in report.plots] or ["none (install rebench[report])"])
+    lines += ["", "## Plots", ""] + ([f"![{p}]({p})" for p in report.plots] or ["none (pip install matplotlib)"])
     lines += [
         "",
         "## Runs",
@@ -660,6 +660,6 @@ def make_report(
     try:
         report.plots = write_plots(report, out)
     except ImportError:
-        report.warnings.append("no plots: matplotlib is missing (pip install 'rebench[report]')")
+        report.warnings.append("no plots: matplotlib is missing (pip install matplotlib)")
     write_report(report, out)
     return report

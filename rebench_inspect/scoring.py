@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from .environment import EnvironmentSpec, Scale
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from .staging import scoring_command, staged_files
+from .staging import scoring_command, staged_tree
 from .state import rebench_state
 from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
 
@@ -58,11 +58,11 @@ async def open_services(
         yield environment
 
 
-async def stage_in_sandbox(environment: EnvironmentSpec, purpose: str, destination: str) -> None:
-    """Replace `destination` with a fresh copy of the staged files, writable and readable by root only."""
+async def stage_in_sandbox(environment: EnvironmentSpec, destination: str) -> None:
+    """Replace `destination` with a fresh copy of the staged tree, writable and readable by root only."""
     box = sandbox()
     await checked_exec(["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'])
-    for relative, source in staged_files(environment, purpose).items():  # type: ignore[arg-type]
+    for relative, source in staged_tree(environment).items():
         await box.write_file(f"{destination}/{relative}", source.read_bytes())
 
 
@@ -81,7 +81,7 @@ async def run_scoring_program(
     services: Sequence[SandboxService] = (),
 ) -> ScoringProgramResult:
     """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure."""
-    await stage_in_sandbox(environment, "scoring", layout.scoring_dir)
+    await stage_in_sandbox(environment, layout.scoring_dir)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
     await checked_exec(["mkdir", "-p", f"{layout.protected}/results"])
     command = scoring_command(
@@ -244,7 +244,7 @@ async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayo
     (pid, uid, state), recorded with the final score: a process that will not die cannot make the sample fail."""
     if not agent_users(environment, layout):
         return []
-    await stage_in_sandbox(environment, "scoring", layout.scoring_dir)
+    await stage_in_sandbox(environment, layout.scoring_dir)
     output = await checked_exec(stop_command(environment, layout), timeout=STOP_DEADLINE_S + HARNESS_COMMAND_TIMEOUT_S)
     return json.loads(output)["survivors"]
 

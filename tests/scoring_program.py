@@ -13,7 +13,7 @@ from pathlib import Path
 from rebench_inspect.environment import EnvironmentSpec
 from rebench_inspect.layout import SandboxLayout
 from rebench_inspect.scoring import stop_command
-from rebench_inspect.staging import scoring_command, stage_files
+from rebench_inspect.staging import scoring_command, stage_tree
 
 RESULT_KEYS = {"valid", "raw", "message", "details"}
 
@@ -22,7 +22,7 @@ def stage_scoring_program(environment: EnvironmentSpec, protected: Path) -> Path
     """Fresh copy of the scoring program in `<protected>/scoring` (mode 700, as in the sandbox); returns score.py."""
     scoring = protected / "scoring"
     shutil.rmtree(scoring, ignore_errors=True)
-    stage_files(environment, "scoring", scoring)
+    stage_tree(environment, scoring)
     os.chmod(protected, 0o700)
     os.chmod(scoring, 0o700)
     return scoring / "score.py"
@@ -67,7 +67,7 @@ def run_final_stop(environment: EnvironmentSpec, agent_user: str, protected: Pat
         agent_user=agent_user,
         is_container=True,
     )
-    stage_files(environment, "scoring", Path(layout.scoring_dir))
+    stage_tree(environment, Path(layout.scoring_dir))
     return subprocess.run(stop_command(environment, layout), capture_output=True, text=True, timeout=180)
 
 

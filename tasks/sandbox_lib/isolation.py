@@ -1,5 +1,5 @@
 """Keep everything the agent's code writes during scoring away from the agent (Linux; threat model of every channel:
-tasks/sandbox_lib/THREAT_MODEL.md).
+docs/agent-processes-threat-model.md).
 
 While scoring runs, the agent's code (rust_codecontests' module and the programs it judges, optimize_llm_foundry's
 finetune.sh, optimize_kernel's worker) runs as a dedicated runner user, never the agent's, in private folders.
