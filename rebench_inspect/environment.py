@@ -92,7 +92,7 @@ class EnvironmentSpec(BaseModel):
     )
     agent_runs_setuid: bool = Field(
         default=False,
-        description="the agent's tools start a setuid program (scaling_law: sudo to the trainer user), so its sandbox "
+        description="the agent's tools start a setuid program (e.g. sudo to a trainer user), so its sandbox "
         "may not set no-new-privileges",
     )
     workspace_ignore: tuple[str, ...] = Field(
@@ -103,6 +103,12 @@ class EnvironmentSpec(BaseModel):
         description="'module:function' called as function(served_folder) when the environment's image is built: it "
         "adds files its Dockerfile fetches with rebench-build-run (e.g. a toolchain from the build host); imported "
         "only then",
+    )
+    agent_extra_users: tuple[str, ...] = Field(
+        default=(),
+        description="users the agent can start processes as besides its own (e.g. through a sudo rule to a "
+        "trainer user): their processes count as the agent's, frozen while scoring runs the agent's code "
+        "and killed before the final score",
     )
     local_check: str | None = Field(
         default=None,

@@ -243,19 +243,39 @@ def describe_entry(entry: ScoreEntry, visible: bool) -> str:
     return f"{head}. {view['message']}".strip()
 
 
-# The agent's user owns nothing that may run on once its time is up: repeated, so that forks racing the kill die too.
-_KILL_AGENT_PROCESSES = (
-    'for attempt in 1 2 3 4 5 6 7 8 9 10; do pkill -KILL -u "$1"; pgrep -u "$1" >/dev/null || exit 0; sleep 0.2; done; '
-    'echo "processes of $1 survive: $(pgrep -u "$1" -l | head -n 5)" >&2; exit 1'
-)
+# Seconds the stop goes on killing before it lists what survives: processes caught inside the kernel with SIGKILL
+# pending, which never run the agent's code again.
+STOP_DEADLINE_S = 60
 
 
-async def stop_agent_processes(layout: SandboxLayout) -> None:
-    """Before the final score, end every process of the agent user: a loop left rewriting the workspace or a spinner
-    eating the CPU must not change what the final scoring run sees or measures. Without a user switch (the local
-    sandbox) there is no agent user to tell processes by, and nothing is stopped."""
-    if layout.agent_user:
-        await checked_exec(["sh", "-c", _KILL_AGENT_PROCESSES, "stop-agent", layout.agent_user])
+def agent_users(environment: EnvironmentSpec, layout: SandboxLayout) -> list[str]:
+    """The users whose processes are the agent's: its own and those it can start processes as (none in the local
+    sandbox, which has no agent user to tell processes by)."""
+    return [layout.agent_user, *environment.agent_extra_users] if layout.agent_user else []
+
+
+def stop_command(environment: EnvironmentSpec, layout: SandboxLayout) -> list[str]:
+    """The root command that freezes, then kills, every process of the agent's users (`sandbox_lib/users.py`)."""
+    return [
+        layout.python,
+        "-I",
+        f"{layout.scoring_dir}/sandbox_lib/users.py",
+        "stop",
+        *agent_users(environment, layout),
+        "--deadline",
+        str(STOP_DEADLINE_S),
+    ]
+
+
+async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayout) -> list[dict]:
+    """Before the final score, end every process of the agent's users: a loop left rewriting the workspace or a
+    spinner eating the CPU must not change what the final scoring run sees or measures. Returns the survivors
+    (pid, uid, state), recorded with the final score: a process that will not die cannot make the sample fail."""
+    if not agent_users(environment, layout):
+        return []
+    await stage_in_sandbox(environment, layout.scoring_dir)
+    output = await checked_exec(stop_command(environment, layout), timeout=STOP_DEADLINE_S + HARNESS_COMMAND_TIMEOUT_S)
+    return json.loads(output)["survivors"]
 
 
 @scorer(metrics={"normalised": [mean(), stderr()], "transformed": [mean()]}, name=SCORER_NAME)
@@ -264,9 +284,11 @@ def rebench_scorer(environment: EnvironmentSpec, scale: Scale, services: Sequenc
 
     async def score(state: TaskState, target: Target) -> Score:
         if state.completed:
-            await stop_agent_processes(current_layout())
+            survivors = await stop_agent_processes(environment, current_layout())
             await append_score_entry(environment, scale, "final", services)
-            return final_score(score_log(), environment, scale)
+            final = final_score(score_log(), environment, scale)
+            final.metadata = {**(final.metadata or {}), "agent_processes_surviving_the_stop": survivors}
+            return final
         label = "start" if not score_log() else "agent"
         entry = await append_score_entry(environment, scale, label, services)
         return entry_score(entry, environment, scale, scores_visible())

@@ -92,6 +92,8 @@ def scoring_command(
         command += ["--ignore", pattern]
     if run_as:
         command += ["--run-as", run_as]
+        for user in environment.agent_extra_users:
+            command += ["--agent-extra-user", user]
     return command
 
 

@@ -98,6 +98,12 @@ class ScoringRun:
     def run_as(self) -> str | None:
         return self.args.run_as
 
+    @property
+    def agent_users(self) -> tuple[str, ...]:
+        """Every user whose processes are the agent's: `run_as` and the users it can start processes as (none
+        without `run_as`: the local sandbox has no agent user)."""
+        return (self.args.run_as, *self.args.agent_extra_users) if self.args.run_as else ()
+
     def remaining(self) -> float:
         """Seconds left of the host's limit for this run (infinite when the host gave none)."""
         if self.args.time_limit_s is None:
@@ -108,9 +114,12 @@ class ScoringRun:
         """A step's own limit, cut to what is left of the host's (never below one second)."""
         return max(1.0, min(seconds, self.remaining()))
 
-    def snapshot(self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None) -> Path:
-        """A private copy of the workspace (made once), owned by the agent user; files matching the ignore list,
-        non-regular files and links leaving the workspace are left out and listed in `details`."""
+    def snapshot(
+        self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None, owner: str | None = None
+    ) -> Path:
+        """A private copy of the workspace (made once, by the first call), owned by `owner` (default: the agent
+        user); files matching the ignore list, non-regular files and links leaving the workspace are left out and
+        listed in `details`."""
         if self._snapshot is None:
             # The work directory is root's and unlistable; the snapshot's random name keeps other agent processes out.
             destination = self.work / f"snapshot-{secrets.token_hex(8)}"
@@ -120,7 +129,7 @@ class ScoringRun:
                 report = snapshot_tree(
                     self.workspace,
                     destination,
-                    user=self.run_as,
+                    user=owner or self.run_as,
                     ignore=self.args.ignore if ignore is None else ignore,
                     max_seconds=max(1.0, min(120.0, self.remaining())),
                     **limits,

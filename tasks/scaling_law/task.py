@@ -75,6 +75,7 @@ ENVIRONMENT = EnvironmentSpec(
     instruction_fields=INSTRUCTION_FIELDS,
     sandbox_libraries=("sandbox_lib", "lm_common"),
     workspace_ignore=("__pycache__", "*.pyc", "runs", "data"),
+    agent_extra_users=("rebench-trainer",),  # the image's sudo rule (prepare.TRAINER_USER)
 )
 
 

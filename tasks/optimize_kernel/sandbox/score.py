@@ -1,6 +1,7 @@
 """Scoring program of optimize_kernel (runs as root; never imports the agent's code).
 
-It snapshots the workspace and starts kernel_worker.py as the agent's user in its own session. For every call it
+It freezes the agent's processes, snapshots the workspace and starts kernel_worker.py as the dedicated runner user
+(`sandbox_lib.RUNNER_USER` where the image has it, else the agent's user) in its own session. For every call it
 draws a fresh input, computes the reference itself, writes the input into a buffer it owns while the worker is
 frozen (SIGSTOP), starts its clock, lets the worker run the call, and stops the clock once the worker and
 everything it started are frozen again. It then reads the output out of the frozen worker's memory itself
@@ -31,11 +32,14 @@ import numpy as np
 from sandbox_lib import (
     InfrastructureError,
     Invalid,
+    Quarantine,
     Scored,
     ScoringRun,
     descendants,
     kill_descendants,
     main,
+    reached_the_agent,
+    runner_user,
 )
 from sandbox_lib.untrusted import OUTPUT_TAIL_BYTES, demote_to, kill_process_group
 from sandbox_lib.untrusted_files import parse_json
@@ -111,8 +115,14 @@ class Worker:
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        # An explicit env is passed to exec as is, so the agent's home must be set here (not by demote_to).
-        env["HOME"] = pwd.getpwnam(run_as).pw_dir if run_as else os.environ.get("HOME", "/tmp")
+        # An explicit env is passed to exec as is, so the home must be set here (not by demote_to): a private one,
+        # so that nothing (a Triton cache) is shared with the agent's own runs.
+        home = work / "kernel-home"
+        home.mkdir(mode=0o700)
+        if run_as:
+            account = pwd.getpwnam(run_as)
+            os.chown(home, account.pw_uid, account.pw_gid)
+        env["HOME"] = env["TMPDIR"] = str(home)
         env["PYTHONUNBUFFERED"] = "1"
         if settings["interpret"]:
             env["TRITON_INTERPRET"] = "1"
@@ -546,7 +556,28 @@ def score(run: ScoringRun) -> Scored:
         raise Invalid(f"the workspace directory {run.workspace} does not exist")
     if not (run.workspace / "solution.py").is_file():
         raise Invalid(f"solution.py not found in the workspace {run.workspace}")
-    worker = Worker(run.snapshot(), run.scale, run.run_as, settings, run.work, run.timeout)
+    user = runner_user(run.run_as)
+    details["worker_user"] = user
+    with Quarantine(run.agent_users, user) as quarantine:
+        try:
+            trials, worker_ms, event_ms = measure(run, settings, user, details)
+        finally:
+            details["isolation"] = quarantine.sweep()
+    if reached_the_agent(details["isolation"]):
+        raise Invalid("the solution wrote into files or sockets outside its own folders that the agent can read")
+    median_ms = statistics.median(trials)
+    details.update(
+        trials_ms=[round(t, 4) for t in trials],
+        worker_ms=worker_ms,
+        cuda_event_ms=event_ms or None,
+        median_ms=median_ms,
+    )
+    return Scored(raw=median_ms, message=f"{settings['trials']} timed calls of prefix_sum on fresh inputs were correct")
+
+
+def measure(run: ScoringRun, settings: dict, user: str | None, details: dict) -> tuple[list, list, list]:
+    """The checked, warm-up and timed calls in one worker run as `user`: (trial ms, worker ms, CUDA event ms)."""
+    worker = Worker(run.snapshot(owner=user), run.scale, user, settings, run.work, run.timeout)
     try:
         worker.import_solution()
         details["baseline_threads"] = len(worker.baseline_threads)
@@ -566,14 +597,7 @@ def score(run: ScoringRun) -> Scored:
                 event_ms.append(round(facts["cuda_event_ms"], 4))
     finally:
         details.update(worker.close())
-    median_ms = statistics.median(trials)
-    details.update(
-        trials_ms=[round(t, 4) for t in trials],
-        worker_ms=worker_ms,
-        cuda_event_ms=event_ms or None,
-        median_ms=median_ms,
-    )
-    return Scored(raw=median_ms, message=f"{settings['trials']} timed calls of prefix_sum on fresh inputs were correct")
+    return trials, worker_ms, event_ms
 
 
 if __name__ == "__main__":

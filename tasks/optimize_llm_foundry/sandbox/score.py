@@ -6,7 +6,7 @@ One scoring run, as root, inside `sandbox_lib.main`:
    and the **held-out** training file (rows of the same distribution the agent has never seen);
 2. make sure a reference model exists for that held-out file: trained once by the original `finetune.sh` (a
    pristine copy staged with this program) on the same data, then cached under the protected folder;
-3. run `bash finetune.sh` as the dedicated runner user, the agent's own processes stopped (`sandbox_lib.Quarantine`),
+3. run `bash finetune.sh` as the dedicated runner user, the agent's own processes frozen (`sandbox_lib.Quarantine`),
    and time it from outside: from its start until it **and every process it started** have exited (this program
    is a subreaper, so work detached into the background is still waited for and counted);
 4. read `solution/trained_model/*.safetensors` without following links and compare it with the reference: valid
@@ -41,6 +41,7 @@ from sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
+    reached_the_agent,
     runner_user,
     snapshot_tree,
     wait_for_descendants,
@@ -223,7 +224,7 @@ def score(run: ScoringRun) -> Scored:
         raise InfrastructureError(missing_stack)
     user = runner_user(run.run_as)
     details: dict = {"runner": user, "max_weight_difference": limits["max_weight_difference"]}
-    with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
+    with Quarantine(run.agent_users, user) as quarantine:
         try:
             reference, made = reference_weights(run, data, model, user)
             details.update(made)
@@ -250,8 +251,10 @@ def score(run: ScoringRun) -> Scored:
             kill_descendants()
             details["isolation"] = quarantine.sweep()
     details["weight_difference"] = round(difference, 6)
-    if details["isolation"].get("agent_files_written_by_runner"):
-        raise Invalid("finetune.sh wrote into files outside its own folders that the agent can read", details)
+    if reached_the_agent(details["isolation"]):
+        raise Invalid(
+            "finetune.sh wrote into files or sockets outside its own folders that the agent can read", details
+        )
     if difference > limits["max_weight_difference"]:
         raise Invalid(
             f"the trained weights differ from the reference model's by {difference:.4g} (sum over tensors of the norm "

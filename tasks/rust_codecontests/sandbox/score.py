@@ -16,7 +16,7 @@
 4. Everything the runner user wrote anywhere is removed before the result is written.
 
 raw = solved / total. Invalid when the module cannot be run at all (missing, import error, no result file), when
-it returned programs but none came from the model, or when it wrote into files the agent owns.
+it returned programs but none came from the model, or when it wrote into files or sockets the agent owns.
 """
 
 import json
@@ -42,6 +42,7 @@ from sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
+    reached_the_agent,
     runner_user,
     snapshot_tree,
 )
@@ -304,7 +305,7 @@ def score(run: ScoringRun) -> Scored:
     if not (run.workspace / f"{MODULE}.py").is_file():
         raise Invalid(f"no {MODULE}.py in the workspace")
     user = runner_user(run.run_as)
-    with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
+    with Quarantine(run.agent_users, user) as quarantine:
         try:
             valid, raw, message, details = evaluate(run, problems, user, responses_dir)
         finally:
@@ -312,8 +313,10 @@ def score(run: ScoringRun) -> Scored:
             isolation = quarantine.sweep()
     details["module_user"] = user
     details["isolation"] = isolation
-    if isolation.get("agent_files_written_by_runner"):
-        raise Invalid("the scaffold wrote into files outside its private folders that the agent can read", details)
+    if reached_the_agent(isolation):
+        raise Invalid(
+            "the scaffold wrote into files or sockets outside its private folders that the agent can read", details
+        )
     if not valid or raw is None:
         raise Invalid(message, details)
     return Scored(raw, message, details)
