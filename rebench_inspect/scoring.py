@@ -4,6 +4,7 @@ Every scoring run (the starting workspace after setup, each use of the agent's `
 `task score` under `human_cli`, and the final pass) goes through the one `rebench_scorer`. Inspect's
 intermediate-scoring API (`inspect_ai.scorer.score`) calls it during the run, so each entry appears as an
 "Intermediate Score" in the viewer; Inspect's final scoring pass calls it once more after the agent stops.
+What a scoring run shows the participant, by any of these routes, is `participant_view`'s decision.
 """
 
 import json
@@ -41,6 +42,11 @@ class ScoringProgramResult(BaseModel):
     raw: float | None = None
     message: str = ""
     details: dict = {}
+
+
+# The details key a scoring program sets when the submission's data set off a bug of the scorer (sandbox_lib's `main`,
+# docs/CONTRACT.md): the entry is invalid, and `rebench report` counts the runs whose final scoring ended so.
+SCORING_FAILURE = "scoring_failure"
 
 
 class ScoringInfrastructureError(RuntimeError):
@@ -165,16 +171,15 @@ def anchors_metadata(environment: EnvironmentSpec, scale: Scale) -> dict:
     }
 
 
-def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale) -> Score:
-    """An intermediate score: the value of this one entry (NaN when invalid)."""
+def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale, visible: bool) -> Score:
+    """An intermediate score: what the participant may see of this one entry (`task score` under `human_cli` prints
+    its answer and value; so does `task status`). With hidden scores it holds no value: the score log in the store
+    and the final score's metadata keep every value for the operator."""
     return Score(
-        value={
-            "normalised": entry.normalised if entry.normalised is not None else math.nan,
-            "transformed": entry.transformed if entry.transformed is not None else math.nan,
-        },
+        value=participant_view(entry, visible),
         answer=f"entry {entry.index} ({entry.label})",
-        explanation=describe_entry(entry, visible=True),
-        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment, scale)},
+        explanation=describe_entry(entry, visible),
+        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment, scale)} if visible else None,
     )
 
 
@@ -206,12 +211,36 @@ def final_score(entries: list[ScoreEntry], environment: EnvironmentSpec, scale: 
     )
 
 
-def describe_entry(entry: ScoreEntry, visible: bool) -> str:
-    """One line for the agent (hidden variant: validity only) or for the log."""
-    head = f"#{entry.index} [{entry.label}] at {entry.wall_time_s:.0f}s: {'valid' if entry.valid else 'INVALID'}"
+ParticipantView = dict[str, bool | float | str]
+
+
+def participant_view(entry: ScoreEntry, visible: bool) -> ParticipantView:
+    """What one scoring run may show whoever does the task (the agent's `score` and `score_log`, a human's
+    `task score`): validity and the scoring program's message (which never holds the score, docs/CONTRACT.md), and
+    with visible scores the raw, transformed and normalised values of a valid entry. The one place that decides."""
+    view: ParticipantView = {"valid": entry.valid}
     if visible and entry.valid:
-        head += f", raw={entry.raw:.6g}, transformed={entry.transformed:.4f}, normalised score={entry.normalised:.3f}"
-    return f"{head}. {entry.message}".strip()
+        for name in ("raw", "transformed", "normalised"):
+            value = getattr(entry, name)
+            view[name] = math.nan if value is None else value
+    view["message"] = entry.message
+    return view
+
+
+def scores_visible() -> bool:
+    """This sample's setting (`-T score_visible`), which `participant_view` is given by every caller in a run."""
+    return rebench_state().score_visible
+
+
+def describe_entry(entry: ScoreEntry, visible: bool) -> str:
+    """One line of `participant_view` (the log's explanations use the full view)."""
+    view = participant_view(entry, visible)
+    head = f"#{entry.index} [{entry.label}] at {entry.wall_time_s:.0f}s: {'valid' if view['valid'] else 'INVALID'}"
+    if "normalised" in view:
+        head += (
+            f", raw={view['raw']:.6g}, transformed={view['transformed']:.4f}, normalised score={view['normalised']:.3f}"
+        )
+    return f"{head}. {view['message']}".strip()
 
 
 # The agent's user owns nothing that may run on once its time is up: repeated, so that forks racing the kill die too.
@@ -240,6 +269,6 @@ def rebench_scorer(environment: EnvironmentSpec, scale: Scale, services: Sequenc
             return final_score(score_log(), environment, scale)
         label = "start" if not score_log() else "agent"
         entry = await append_score_entry(environment, scale, label, services)
-        return entry_score(entry, environment, scale)
+        return entry_score(entry, environment, scale, scores_visible())
 
     return score

@@ -44,6 +44,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Scaling Law Experiment",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="1 - distance",
     final_rule=FinalRule.LAST,
     score_visible=False,
     anchors={
@@ -68,6 +69,7 @@ ENVIRONMENT = EnvironmentSpec(
         ),
     },
     resources=Resources(gpus=6, cpus=48, memory_gb=400),
+    agent_runs_setuid=True,  # the training entry point runs as rebench-trainer through sudo
     scoring_timeout_s={"smoke": 60, "full": 60},
     setup_timeout_s={"smoke": 300, "full": 3600},
     instruction_fields=INSTRUCTION_FIELDS,

@@ -12,9 +12,11 @@ from rebench.environments import ENVIRONMENTS
 from rebench_inspect.environment import SCALES
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
+    CONTAINER_LIMITS,
     K8S_NODE_SELECTOR_VARIABLE,
     K8S_RUNTIME_CLASS_VARIABLE,
     KEEP_ALIVE,
+    TEMP_DIRS,
     image_tag,
     k8s_values,
     k8s_values_file,
@@ -74,6 +76,15 @@ def test_templates_read_what_we_intend(name, scale, monkeypatch):
     if scale == "full":
         assert limits["cpu"] == str(environment.resources.cpus)
         assert limits["memory"] == f"{environment.resources.memory_gb}Gi"
+    limits = CONTAINER_LIMITS[scale]
+    mounts = {mount["name"]: mount["mountPath"] for mount in service["volumeMounts"]}
+    sizes = {mounts[volume["name"]]: volume["emptyDir"] for volume in service["volumes"]}
+    assert sizes == {
+        "/dev/shm": {"medium": "Memory", "sizeLimit": f"{limits.shm_gb}Gi"},
+        **{folder: {"medium": "Memory", "sizeLimit": f"{limits.temp_gb}Gi"} for folder in TEMP_DIRS},
+    }
+    escalation = service["securityContext"].get("allowPrivilegeEscalation", True)
+    assert escalation is environment.agent_runs_setuid
     if gpus:
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in service["tolerations"]
         assert service["runtimeClassName"] == "nvidia"
