@@ -50,6 +50,6 @@ DECLARING = ["finetune_target", "fix_embedding", "optimize_llm_foundry", "restri
 def test_inner_time_limits_fit_inside_the_hosts(name):
     environment = ENVIRONMENTS[name]
     limits = declared_step_limits(environment)
-    assert limits is not None, f"{name}/scoring/score.py declares no TIMEOUTS_S"
+    assert limits is not None, f"{name}/sandbox/score.py declares no TIMEOUTS_S"
     for scale, steps in limits.items():
         assert sum(steps.values()) <= environment.scoring_timeout_s[scale], (scale, steps)
