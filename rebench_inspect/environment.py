@@ -84,6 +84,12 @@ class EnvironmentSpec(BaseModel):
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )
+    isolated_scoring: bool = Field(
+        default=False,
+        description="in Docker and k8s, every scoring run happens in a second service of the sandbox (same image, "
+        "no network, none of the agent's files or processes) that gets a root-made copy of the workspace: for "
+        "scoring programs that run the agent's code on held-out inputs (README, security model)",
+    )
     local_check: str | None = Field(
         default=None,
         description="a script of the environment folder, run with the host's Python, that exits non-zero and says "

@@ -6,7 +6,8 @@ from typing import Literal
 
 from .environment import EnvironmentSpec, Scale
 
-StagePurpose = Literal["scoring", "prepare"]
+# "submission": sandbox_lib alone, which copies the workspace into the scoring service (scoring.copy_submission).
+StagePurpose = Literal["scoring", "prepare", "submission"]
 _SKIPPED_PARTS = {"__pycache__"}
 
 
@@ -19,7 +20,11 @@ def _tree(root: Path, prefix: str) -> dict[str, Path]:
 
 
 def staged_files(environment: EnvironmentSpec, purpose: StagePurpose) -> dict[str, Path]:
-    """Relative destination path → source file, for the scoring program or the preparation script."""
+    """Relative destination path → source file, for the scoring program, the preparation script or the copy of
+    the submission (sandbox_lib alone)."""
+    package_root = Path(str(files("rebench")))
+    if purpose == "submission":
+        return _tree(package_root / "sandbox_lib", "sandbox_lib/")
     staged = _tree(environment.scoring_dir, "")
     if purpose == "prepare":
         # Preparation shares the scoring program's helpers (prompt formats, tokenizers), staged beside it.
@@ -27,7 +32,6 @@ def staged_files(environment: EnvironmentSpec, purpose: StagePurpose) -> dict[st
         if script is None:
             return {}
         staged["prepare.py"] = script
-    package_root = Path(str(files("rebench")))
     for library in environment.sandbox_libraries:
         staged.update(_tree(package_root / library, f"{library}/"))
     return staged

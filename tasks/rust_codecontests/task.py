@@ -69,6 +69,8 @@ ENVIRONMENT = EnvironmentSpec(
         "rust_eval/generate_runner.py": "scoring/generate_runner.py",
     },
     workspace_ignore=("__pycache__", "*.pyc", "model_api.env"),
+    # The scaffold runs on the held-out problems: in a service of its own, it cannot hand them back to the agent.
+    isolated_scoring=True,
 )
 
 
