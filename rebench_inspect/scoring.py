@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from .environment import EnvironmentSpec, Scale
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from .staging import StagePurpose, scoring_command, staged_files
+from .staging import sandbox_lib_tree, scoring_command, staged_tree
 from .state import rebench_state
 from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
 
@@ -59,14 +60,18 @@ async def open_services(
 
 
 async def stage_in_sandbox(
-    environment: EnvironmentSpec, purpose: StagePurpose, destination: str, box: SandboxEnvironment | None = None
+    environment: EnvironmentSpec, destination: str, box: SandboxEnvironment | None = None
 ) -> None:
-    """Replace `destination` with a fresh copy of the staged files, writable and readable by root only."""
-    box = box or sandbox()
+    """Replace `destination` with a fresh copy of the staged tree, writable and readable by root only."""
+    await stage_files(staged_tree(environment), destination, box or sandbox())
+
+
+async def stage_files(files: dict[str, Path], destination: str, box: SandboxEnvironment) -> None:
+    """Replace `destination` in `box` with a fresh copy of `files`, writable and readable by root only."""
     await checked_exec(
         ["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'], box=box
     )
-    for relative, source in staged_files(environment, purpose).items():
+    for relative, source in files.items():
         await box.write_file(f"{destination}/{relative}", source.read_bytes())
 
 
@@ -110,7 +115,7 @@ async def _run_program(
     environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout, services: Sequence[SandboxService]
 ) -> ScoringProgramResult:
     box = layout.sandbox()
-    await stage_in_sandbox(environment, "scoring", layout.scoring_dir, box)
+    await stage_in_sandbox(environment, layout.scoring_dir, box)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
     await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
     command = scoring_command(
@@ -170,7 +175,7 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
     agent_box, scoring = layout.sandbox(), layout.scoring_layout
     scoring_box = scoring.sandbox()
     tools, outbox = f"{layout.protected}/submission", f"{layout.protected}/submission/out"
-    await stage_in_sandbox(environment, "submission", tools, agent_box)
+    await stage_files(sandbox_lib_tree(), tools, agent_box)
     ignored = [argument for pattern in environment.workspace_ignore for argument in ("--ignore", pattern)]
     pack = [layout.python, "-m", "sandbox_lib.submission", "pack", "--workspace", layout.workspace, "--out", outbox]
     output = await checked_exec([*pack, *ignored], cwd=tools, box=agent_box)
@@ -183,7 +188,7 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
     if "too_large" in report:
         return f"the workspace could not be copied for scoring: {report['too_large']}"
     inbox = f"{scoring.protected}/submission/in"
-    await stage_in_sandbox(environment, "submission", f"{scoring.protected}/submission", scoring_box)
+    await stage_files(sandbox_lib_tree(), f"{scoring.protected}/submission", scoring_box)
     for part in report["parts"]:
         await scoring_box.write_file(f"{inbox}/{part}", await agent_box.read_file(f"{outbox}/{part}", text=False))
     await checked_exec(["rm", "-rf", tools], box=agent_box)

@@ -175,7 +175,7 @@ async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout:
 
 async def _prepare(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
     box = layout.sandbox()
-    await stage_in_sandbox(environment, "prepare", layout.prepare_dir, box)
+    await stage_in_sandbox(environment, layout.prepare_dir, box)
     await checked_exec(
         prepare_command(
             scale,

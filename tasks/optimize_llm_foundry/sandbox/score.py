@@ -15,7 +15,7 @@ One scoring run, as root, inside `sandbox_lib.main`:
 
 What the agent's script prints is never shown back (it read held-out rows); only its exit status is. In Docker and
 k8s this program runs in the sandbox's scoring service, on a root-made copy of the workspace, where none of the
-agent's files or processes exist (`isolated_scoring`; README, security model; THREAT_MODEL.md beside it).
+agent's files or processes exist (`isolated_scoring`; README, security model; the environment's THREAT_MODEL.md).
 """
 
 import hashlib
