@@ -94,7 +94,7 @@ READ_BACK = (
 
 
 def held_out_names() -> list[str]:
-    records = json.loads((ENVIRONMENT.folder / "data" / "smoke_problems.json").read_text())
+    records = json.loads((ENVIRONMENT.sandbox_dir / "smoke_problems.json").read_text())
     return [record["name"] for record in records if record["split"] == "test"]
 
 
