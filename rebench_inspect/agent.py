@@ -20,6 +20,9 @@ from .scoring import describe_entry, score_log
 from .state import rebench_state
 
 DEFAULT_TOOL_TIMEOUT_S = 1800
+# The shell both tools run in, as Inspect's own bash and python tools do: a login shell, so the image's profile
+# (/etc/profile.d) sets up the agent's PATH.
+AGENT_SHELL = ("bash", "--login", "-c")
 
 
 def _score_visible() -> bool:
@@ -54,7 +57,7 @@ def workspace_bash(timeout: int = DEFAULT_TOOL_TIMEOUT_S, user: str | None = Non
         Returns:
             The command's output (stderr, then stdout).
         """
-        return await _run_in_workspace(["bash", "--login", "-c", command], timeout, user)
+        return await _run_in_workspace([*AGENT_SHELL, command], timeout, user)
 
     return execute
 
@@ -71,7 +74,7 @@ def workspace_python(timeout: int = DEFAULT_TOOL_TIMEOUT_S, user: str | None = N
             The script's output (stderr, then stdout).
         """
         interpreter = shlex.quote(current_layout().python)
-        return await _run_in_workspace(["bash", "--login", "-c", f"{interpreter} -"], timeout, user, code)
+        return await _run_in_workspace([*AGENT_SHELL, f"{interpreter} -"], timeout, user, code)
 
     return execute
 

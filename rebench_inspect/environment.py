@@ -7,12 +7,13 @@ builder (`rebench_inspect.task.build_task`) turns it into an Inspect `Task`.
 from enum import Enum
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Scale = Literal["smoke", "full"]
-SCALES: tuple[Scale, ...] = ("smoke", "full")
+from .scales import SCALES, Scale
+
+__all__ = ["AGENT_COPY_SOURCES", "SCALES", "Anchors", "EnvironmentSpec", "FinalRule", "Resources", "Scale", "Transform"]
+
 # The environment folders an agent copy may come from (`EnvironmentSpec.agent_copies`).
 AGENT_COPY_SOURCES = ("sandbox", "agent")
 
@@ -65,6 +66,10 @@ class EnvironmentSpec(BaseModel):
     paper_name: str
     transform: Transform
     lower_is_better: bool
+    raw_unit: str = Field(
+        default="",
+        description="what a raw score counts, printed after it: a unit (ms, s) or a measure (loss, win rate)",
+    )
     anchors: dict[Scale, Anchors]
     final_rule: FinalRule = FinalRule.BEST
     score_visible: bool = Field(default=True, description="False: the agent only ever learns validity")

@@ -44,6 +44,11 @@ class ScoringProgramResult(BaseModel):
     details: dict = {}
 
 
+# The details key a scoring program sets when the submission's data set off a bug of the scorer (sandbox_lib's `main`,
+# docs/CONTRACT.md): the entry is invalid, and `rebench report` counts the runs whose final scoring ended so.
+SCORING_FAILURE = "scoring_failure"
+
+
 class ScoringInfrastructureError(RuntimeError):
     """The scoring program itself failed: the sample errors (and can be retried); no log entry is made."""
 

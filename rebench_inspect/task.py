@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import Sample
@@ -13,10 +14,10 @@ from inspect_ai.util import sandbox
 
 from .agent import rebench_agent
 from .calibrate import load_anchors
-from .environment import SCALES, EnvironmentSpec, Scale
-from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters
+from .environment import EnvironmentSpec, Scale
+from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskParameterError, checked_parameters
 from .layout import SandboxLayout, detect_layout
-from .sandbox import SANDBOX_TYPES, SCORING_SERVICE, sandbox_spec, warn_about_docker
+from .sandbox import SCORING_SERVICE, sandbox_spec, warn_about_docker
 from .scoring import (
     SCORER_NAME,
     SandboxService,
@@ -215,35 +216,29 @@ def build_task(
     merged over the environment's per-scale fields. `anchors` is an anchors file from `rebench calibrate`: its
     anchors replace the environment's at this scale, and every score's metadata names it.
     """
-    if parameters is not None:
-        scale, time_budget_hours, token_limit, message_limit = (
-            parameters.scale,
-            parameters.time_budget_hours,
-            parameters.token_limit,
-            parameters.message_limit,
+    if parameters is None:
+        parameters = CommonParameters(
+            scale=scale,
+            time_budget_hours=time_budget_hours,
+            token_limit=token_limit,
+            message_limit=message_limit,
+            sandbox=sandbox,
+            agent_user=agent_user,
+            score_visible=score_visible,
+            epochs=epochs,
+            anchors=anchors,
         )
-        sandbox, agent_user, score_visible, epochs, anchors = (
-            parameters.sandbox,
-            parameters.agent_user,
-            parameters.score_visible,
-            parameters.epochs,
-            parameters.anchors,
-        )
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {', '.join(SCALES)}, not {scale!r}")
-    if sandbox not in SANDBOX_TYPES:
-        raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_TYPES)}, not {sandbox!r}")
-    hours = float(time_budget_hours)  # -T values arrive YAML-typed, e.g. int 2
-    if hours <= 0:
-        raise ValueError("time_budget_hours must be positive")
+    parameters = checked_parameters(environment, parameters)
+    scale, hours, anchors = cast(Scale, parameters.scale), parameters.time_budget_hours, parameters.anchors
     if anchors:
         # Every scoring path reads the environment's anchors, so the calibrated ones travel with it.
-        calibrated = load_anchors(anchors, environment, scale)
+        try:
+            calibrated = load_anchors(anchors, environment, scale)
+        except (OSError, ValueError, KeyError) as ex:
+            raise TaskParameterError(f"rebench/{environment.name}: anchors file {anchors!r} unusable: {ex}") from ex
         environment = environment.model_copy(update={"anchors": {**environment.anchors, scale: calibrated}})
-    visible = environment.score_visible if score_visible is None else bool(score_visible)
-    if visible and not environment.score_visible:
-        raise ValueError(f"{environment.name} never shows scores to the agent (spec); score_visible must be false")
-    if sandbox == "docker":
+    visible = environment.score_visible if parameters.score_visible is None else parameters.score_visible
+    if parameters.sandbox == "docker":
         warn_about_docker(environment, scale)
     working_limit = round(hours * 3600)
     sample = Sample(
@@ -260,16 +255,18 @@ def build_task(
     )
     return Task(
         dataset=[sample],
-        setup=rebench_setup(environment, scale, agent_user or None, hours, visible, services, instruction_fields),
+        setup=rebench_setup(
+            environment, scale, parameters.agent_user or None, hours, visible, services, instruction_fields
+        ),
         cleanup=close_agent_services() if services else None,
         solver=rebench_agent(),
         scorer=rebench_scorer(environment, scale, services),
-        sandbox=sandbox_spec(environment, sandbox, scale),
+        sandbox=sandbox_spec(environment, parameters.sandbox, scale),
         working_limit=working_limit,
         time_limit=round(working_limit * TIME_LIMIT_FACTOR),
-        token_limit=token_limit,
-        message_limit=message_limit,
-        epochs=Epochs(int(epochs), ["mean", "max"]),
+        token_limit=parameters.token_limit,
+        message_limit=parameters.message_limit,
+        epochs=Epochs(parameters.epochs, ["mean", "max"]),
         model_roles=model_roles,
         headline_metric=HeadlineMetric(scorer=SCORER_NAME, score="normalised", metric="mean", reducer="mean"),
         metadata={"environment": environment.name, "scale": scale},

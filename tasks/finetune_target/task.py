@@ -32,6 +32,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Finetune GPT-2 for QA",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="win rate",
     anchors={
         "full": Anchors(
             start=0.54, reference=0.85, provenance="paper (RE-Bench §2.6), gpt2-xl, llama-3-8b-instruct judge"

@@ -43,6 +43,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Optimize LLM Foundry",
     transform=Transform.LOG,
     lower_is_better=True,
+    raw_unit="s",
     anchors={
         "full": Anchors(start=272.0, reference=94.0, provenance="paper (RE-Bench §2.1), 4×H100, seconds"),
         "smoke": Anchors(

@@ -29,6 +29,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Scaffolding for Rust Codecontest",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="solved fraction",
     anchors={
         "full": Anchors(
             start=0.0, reference=21 / 165, provenance="paper (RE-Bench §2.7), gpt-3.5-turbo-0125, 165 problems"

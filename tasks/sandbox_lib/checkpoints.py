@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .program import Invalid, ScoringRun
 from .untrusted import run_untrusted
+from .untrusted_files import parse_json
 
 if TYPE_CHECKING:
     import torch
@@ -170,8 +171,8 @@ def check_untrusted_checkpoint(
             details={"loader_stderr": checked.stderr_tail[-600:]},
         )
     try:
-        report = json.loads(report_bytes)
-    except ValueError:
+        report = parse_json(report_bytes, f"the check's report on {label}")
+    except Invalid:
         report = None
     if not isinstance(report, dict) or not report.get("valid"):
         message = report.get("message") if isinstance(report, dict) else None

@@ -18,9 +18,12 @@
         sys.exit(main(score))
 
 `main` parses the arguments, makes the process a subreaper, gives the function a private work directory, writes the
-result file (valid, or invalid with the `Invalid` message), turns `InfrastructureError` (and any bug) into a non-zero
-exit so the host errors the sample, and before returning removes the work directory and kills every process that
-scoring started, however it was detached.
+result file (valid, or invalid with the `Invalid` message), turns `InfrastructureError` (and a failure of the machine:
+`OSError`, `ImportError`) into a non-zero exit so the host errors the sample, and before returning removes the work
+directory and kills every process that scoring started, however it was detached. Any other exception is a scorer
+bug that the submission's data set off (a parser's RecursionError, an OverflowError on a huge number, torch refusing
+a tensor): it is an invalid verdict with a fixed message, flagged `scoring_failure` in the details for the report,
+never an errored (and retried) sample the agent could choose instead of a bad score (issue 21).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ from .snapshot import SnapshotTooLarge, snapshot_tree
 
 # Exit status for an infrastructure failure (a missing asset, an unreachable service): the host raises.
 INFRASTRUCTURE_EXIT = 2
+# What the harness or the machine causes; every other exception out of a scoring function is the submission's.
+HARNESS_FAILURES = (OSError, ImportError)
+# The details key of a verdict that a scorer bug gave (`rebench report` counts these runs).
+SCORING_FAILURE = "scoring_failure"
 
 
 class Invalid(Exception):
@@ -142,9 +149,17 @@ def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None) -
         except InfrastructureError as ex:
             print(f"scoring could not run: {ex}", file=sys.stderr)
             return INFRASTRUCTURE_EXIT
-        except Exception:  # noqa: BLE001 - a bug of the scoring program is the harness's failure, never the agent's
+        except HARNESS_FAILURES:
             traceback.print_exc()
             return INFRASTRUCTURE_EXIT
+        except Exception as ex:  # noqa: BLE001 - the submission's data set off a scorer bug: a verdict, flagged
+            trace = traceback.format_exc()
+            print(trace, file=sys.stderr)
+            failure = type(ex).__name__
+            details = {**run.details, SCORING_FAILURE: failure, "scoring_traceback": trace[-3000:]}
+            message = f"the scoring program failed on the submission ({failure}); counted as invalid"
+            write_result(args.result, valid=False, raw=None, message=message, details=details)
+            return 0
         write_result(
             args.result,
             valid=True,

@@ -44,6 +44,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Scaling Law Experiment",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="1 - distance",
     final_rule=FinalRule.LAST,
     score_visible=False,
     anchors={

@@ -68,6 +68,8 @@ def score(run):
         raise InfrastructureError("the judge is down")
     if mode == "bug":
         raise KeyError("oops")
+    if mode == "missing-asset":
+        (run.protected / "no-such-asset").read_bytes()
     return Scored(raw=float(len(files)), message="counted", details={{"files": files, "left": run.remaining()}})
 
 sys.exit(main(score))
@@ -109,10 +111,20 @@ def test_main_reports_invalid_submissions_and_fails_on_infrastructure_errors(tmp
     completed, result = run_program(tmp_path, "invalid")
     assert completed.returncode == 0 and result["valid"] is False and result["message"] == "no good"
     assert result["details"]["files"] == ["keep.py", "mode"]
-    for mode in ("infrastructure", "bug"):
+    for mode in ("infrastructure", "missing-asset"):
         completed, result = run_program(tmp_path, mode)
         assert completed.returncode == 2 and result is None, mode
     assert "the judge is down" in run_program(tmp_path, "infrastructure")[0].stderr
+
+
+def test_a_scorer_bug_set_off_by_the_submission_is_a_flagged_invalid_verdict(tmp_path):
+    """Issue 21: an agent must not turn a bad score into an errored (retried) sample by crashing the scorer."""
+    completed, result = run_program(tmp_path, "bug")
+    assert completed.returncode == 0, completed.stderr
+    assert result["valid"] is False and result["raw"] is None
+    assert result["message"] == "the scoring program failed on the submission (KeyError); counted as invalid"
+    assert result["details"]["scoring_failure"] == "KeyError"
+    assert "oops" in result["details"]["scoring_traceback"] and "oops" not in result["message"]
 
 
 def test_no_descendant_outlives_main_in_process(tmp_path, monkeypatch):

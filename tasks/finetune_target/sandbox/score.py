@@ -49,6 +49,7 @@ from sandbox_lib import (
     parameter_rules,
 )
 from sandbox_lib.checkpoints import read_as_agent
+from sandbox_lib.untrusted_files import parse_json
 from sandbox_lib.weights import read_checked_state
 
 SUBMISSION_DIR = "submission"
@@ -73,10 +74,7 @@ def read_sampling(text: bytes | None, defaults: dict) -> chat.SamplingSettings:
     settings = dict(defaults)
     if text is None:
         return chat.SamplingSettings(**settings)
-    try:
-        given = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as ex:
-        raise Invalid(f"{SUBMISSION_DIR}/{GENERATION_NAME} is not valid JSON: {ex}") from None
+    given = parse_json(text, f"{SUBMISSION_DIR}/{GENERATION_NAME}")
     if not isinstance(given, dict):
         raise Invalid(f"{SUBMISSION_DIR}/{GENERATION_NAME} must hold one JSON object")
     unknown = set(given) - {"temperature", "top_k", "max_new_tokens"}
@@ -233,14 +231,17 @@ def score(run: ScoringRun) -> Scored:
         model = model.to(device, torch.bfloat16)
     tokenizer = chat.load_tokenizer(meta["tokenizer"], meta.get("vocabulary"))
     started = time.time()
-    responses = chat.generate_responses(
-        model,
-        tokenizer,
-        [r["prompt"] for r in records],
-        sampling,
-        seed=meta["generation_seed"],
-        batch_size=meta["generation_batch_size"],
-    )
+    try:
+        responses = chat.generate_responses(
+            model,
+            tokenizer,
+            [r["prompt"] for r in records],
+            sampling,
+            seed=meta["generation_seed"],
+            batch_size=meta["generation_batch_size"],
+        )
+    except chat.NonFiniteLogits:
+        raise Invalid("the model's logits became NaN or infinite while sampling responses") from None
     generation_s = time.time() - started
     del model
 

@@ -60,7 +60,8 @@ def score(run: ScoringRun) -> Scored:
         raise Invalid(f"evaluating the model failed ({reason})", details={"stderr": evaluation.stderr[-600:].strip()})
     outcome = json.loads(result_file.read_text())
     if not outcome.get("ok"):
-        raise Invalid(str(outcome.get("message")))
+        # The evaluation's message may quote names from the agent's files: cut short.
+        raise Invalid(str(outcome.get("message"))[:1000])
     details = {key: outcome[key] for key in ("device", "eval_seconds", "loss")}
     return Scored(float(outcome["loss"]), "fixed_model.pth loaded and evaluated on the held-out tokens", details)
 

@@ -10,6 +10,7 @@ import os
 import select
 import struct
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -103,10 +104,12 @@ def write_all(fd: int, data, write=os.write) -> None:
 
 
 class Reader:
-    """Reads frames from a pipe with deadlines (parent side)."""
+    """Reads frames from a pipe with deadlines (parent side); `parse` turns a header's bytes into its value (the
+    scorer's bounded JSON parser: the other side is untrusted) or raises ChannelError."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, parse: Callable[[bytes], object]):
         self.fd = fd
+        self.parse = parse
 
     def _wait(self, deadline: float) -> None:
         remaining = deadline - time.monotonic()
@@ -133,10 +136,7 @@ class Reader:
             raise ChannelError("oversized message")
         data = bytearray(size)
         self.read_into(data, deadline)
-        try:
-            header = json.loads(bytes(data))
-        except ValueError as e:
-            raise ChannelError("malformed message") from e
+        header = self.parse(bytes(data))
         if not isinstance(header, dict):
             raise ChannelError("malformed message")
         return header

@@ -38,6 +38,7 @@ from sandbox_lib import (
     main,
 )
 from sandbox_lib.untrusted import OUTPUT_TAIL_BYTES, demote_to, kill_process_group
+from sandbox_lib.untrusted_files import parse_json
 
 WORKER_FILES = ("kernel_worker.py", "kernel_common.py")
 SCORING_NICE = -10
@@ -154,7 +155,7 @@ class Worker:
             fcntl.fcntl(self.from_child, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
         except OSError:
             pass
-        self.reader = kc.Reader(self.from_child)
+        self.reader = kc.Reader(self.from_child, parse_message)
 
     def import_solution(self) -> None:
         """Let the child import the solution, once its memory is open and PyTorch's own threads are noted."""
@@ -288,8 +289,8 @@ class Worker:
         if got == event:
             return header
         if got == "import_error":
-            raise Invalid(f"importing solution.py failed: {header.get('message')}")
-        raise Invalid(f"unexpected message from the solution's process while waiting for {event!r}: {got!r}")
+            raise Invalid(f"importing solution.py failed: {echo(header.get('message'), 1000)}")
+        raise Invalid(f"unexpected message from the solution's process while waiting for {event!r}: {echo(got)}")
 
     def expect_started(self, timeout: float) -> int:
         """The worker starts PyTorch and the device before any of the agent's code: failing there is an
@@ -399,6 +400,19 @@ def first_mismatch(expected: np.ndarray, got: np.ndarray) -> str:
     return f"first mismatch at index {index}: expected {int(expected[index])}, got {int(got[index])}"
 
 
+def parse_message(data: bytes) -> object:
+    """A message of the worker (the solution shares its process and may forge any): JSON parsed with bounds."""
+    try:
+        return parse_json(data, "a message of the solution's process")
+    except Invalid:
+        raise kc.ChannelError("malformed message") from None
+
+
+def echo(value: object, limit: int = 100) -> str:
+    """A value the worker reported, cut short for a message."""
+    return str(value)[:limit]
+
+
 def need(facts: dict, key: str, types: type | tuple[type, ...], label: str):
     """A fact the worker reported, type-checked (the solution shares the worker's process and could forge it)."""
     value = facts.get(key)
@@ -463,18 +477,20 @@ def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict
     worker.send({"cmd": "report"})
     facts = worker.expect("report", settings["transfer_timeout_s"], f"reporting on {label}")
     if facts.get("error"):
-        raise Invalid(f"prefix_sum raised an exception in {label}: {facts['error']}")
+        raise Invalid(f"prefix_sum raised an exception in {label}: {echo(facts['error'], 1000)}")
     if facts.get("type") != "torch.Tensor":
         raise Invalid(
-            f"prefix_sum returned {facts.get('type')} in {label}; expected exactly torch.Tensor "
+            f"prefix_sum returned {echo(facts.get('type'))} in {label}; expected exactly torch.Tensor "
             "(subclasses are not accepted)"
         )
     if facts.get("dtype") != "torch.int32":
-        raise Invalid(f"prefix_sum returned dtype {facts.get('dtype')} in {label}; expected torch.int32")
+        raise Invalid(f"prefix_sum returned dtype {echo(facts.get('dtype'))} in {label}; expected torch.int32")
     if facts.get("shape") != [n]:
-        raise Invalid(f"prefix_sum returned shape {facts.get('shape')} in {label}; expected [{n}]")
+        raise Invalid(f"prefix_sum returned shape {echo(facts.get('shape'))} in {label}; expected [{n}]")
     if facts.get("device") != settings["device"] and not str(facts.get("device")).startswith(settings["device"] + ":"):
-        raise Invalid(f"prefix_sum returned a tensor on {facts.get('device')} in {label}; expected the input's device")
+        raise Invalid(
+            f"prefix_sum returned a tensor on {echo(facts.get('device'))} in {label}; expected the input's device"
+        )
     if not need(facts, "contiguous", bool, label):
         raise Invalid(f"prefix_sum returned a non-contiguous tensor in {label}")
     if need(facts, "shares_input", bool, label):

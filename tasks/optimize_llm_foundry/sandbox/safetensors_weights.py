@@ -1,14 +1,14 @@
-"""Read Hugging Face weights in the safetensors format and measure how far two models are apart (torch only).
+"""Read Hugging Face safetensors weights and measure how far two models are apart (torch and sandbox_lib).
 
-The scorer reads the agent's `trained_model/` as root, so this reader trusts nothing in the file: the header length
-and every tensor's byte range are checked against the file's size, only numeric dtypes are accepted, and files are
-opened without following links. No code in the file is ever executed (safetensors is a JSON header followed by raw
+The scorer reads the agent's `trained_model/` as root, so this reader trusts nothing in the file: files are read by
+`sandbox_lib.untrusted_files` (regular files only, never through a link, bounded) and the header parsed with its
+bounds; the header length and every tensor's byte range are checked against the file's size and only numeric
+dtypes are accepted. No code in the file is ever executed (safetensors is a JSON header followed by raw
 little-endian tensor bytes).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -16,6 +16,8 @@ import struct
 from pathlib import Path
 
 import torch
+from sandbox_lib import Invalid
+from sandbox_lib.untrusted_files import parse_json, read_regular
 
 DTYPES = {
     "F64": torch.float64,
@@ -24,6 +26,9 @@ DTYPES = {
     "BF16": torch.bfloat16,
 }
 MAX_HEADER_BYTES = 100 * 1024 * 1024
+# Elements of one tensor, counting only its non-zero dimensions: an empty tensor's other sizes stay within int64
+# strides.
+MAX_ELEMENTS = 2**48
 
 
 class BadWeights(Exception):
@@ -32,19 +37,9 @@ class BadWeights(Exception):
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as ex:
-        raise BadWeights(f"{path.name}: cannot be opened as a regular file ({ex.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BadWeights(f"{path.name} is not a regular file")
-        if info.st_size > max_bytes:
-            raise BadWeights(f"{path.name} is larger than {max_bytes} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read(max_bytes + 1)
-    finally:
-        os.close(fd)
+        return read_regular(path, path.name, max_bytes=max_bytes)
+    except Invalid as ex:
+        raise BadWeights(str(ex)) from None
 
 
 def parse_safetensors(data: bytes, label: str) -> dict[str, torch.Tensor]:
@@ -55,9 +50,9 @@ def parse_safetensors(data: bytes, label: str) -> dict[str, torch.Tensor]:
     if header_length > min(MAX_HEADER_BYTES, len(data) - 8):
         raise BadWeights(f"{label} has an impossible header length")
     try:
-        header = json.loads(data[8 : 8 + header_length])
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadWeights(f"{label} has an unreadable header") from None
+        header = parse_json(data[8 : 8 + header_length], f"{label}'s header")
+    except Invalid as ex:
+        raise BadWeights(str(ex)) from None
     if not isinstance(header, dict):
         raise BadWeights(f"{label} has an unreadable header")
     body = memoryview(data)[8 + header_length :]
@@ -73,7 +68,12 @@ def parse_safetensors(data: bytes, label: str) -> dict[str, torch.Tensor]:
             raise BadWeights(f"{label}: tensor {name!r} has an unsupported or malformed entry") from None
         count = math.prod(shape)
         element = torch.empty((), dtype=dtype).element_size()
-        if min(shape, default=0) < 0 or not 0 <= start <= end <= len(body) or end - start != count * element:
+        if (
+            min(shape, default=0) < 0
+            or math.prod(size for size in shape if size) > MAX_ELEMENTS
+            or not 0 <= start <= end <= len(body)
+            or end - start != count * element
+        ):
             raise BadWeights(f"{label}: tensor {name!r} does not fit the file")
         if count == 0:
             tensors[name] = torch.empty(shape, dtype=dtype)

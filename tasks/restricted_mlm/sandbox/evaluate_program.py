@@ -21,8 +21,10 @@ sys.path.insert(0, str(HERE))
 
 import lm_common
 import torch
-from graph_program import Invalid, Program, load_program
+from graph_program import MAX_PROGRAM_BYTES, Invalid, Program, load_program
 from lm_common.masking import masked_batch, masked_loss
+from sandbox_lib import Invalid as UntrustedFileInvalid
+from sandbox_lib.untrusted_files import read_json
 
 
 def evaluate(program: Program, data, settings: dict, device: torch.device) -> float:
@@ -62,7 +64,10 @@ def main(argv: list[str]) -> int:
     started = time.time()
     result: dict
     try:
-        program = load_program(program_dir / "program.json", program_dir / "weights.pt")
+        graph = read_json(
+            program_dir / "program.json", "program.json", max_bytes=MAX_PROGRAM_BYTES, allow_non_finite=True
+        )
+        program = load_program(graph, program_dir / "weights.pt")
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         data = lm_common.read_tokens(protected / "val.bin")
         loss = evaluate(program.to(device), data, settings, device)
@@ -73,7 +78,7 @@ def main(argv: list[str]) -> int:
             "ops_seen": program.ops_seen,
             "eval_seconds": round(time.time() - started, 2),
         }
-    except Invalid as error:
+    except (Invalid, UntrustedFileInvalid) as error:
         result = {
             "ok": False,
             "message": str(error),

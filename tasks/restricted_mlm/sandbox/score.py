@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from sandbox_lib import InfrastructureError, Invalid, Scored, ScoringRun, kill_descendants, main, run_untrusted
+from sandbox_lib.untrusted_files import read_json
 
 SOLUTION = "solution"
 # Seconds for each step, per scale; together within the host's scoring_timeout_s (task.py; checked by a test). The
@@ -105,10 +106,10 @@ def export(run: ScoringRun, settings: dict) -> Path:
             reason += " (out of memory?)"
         run.details["stderr"] = exported.stderr_tail[-600:].strip()
         raise Invalid(f"exporting the model failed: {reason}")
+    report = read_json(program / "report.json", "the export step's report", max_bytes=FILE_LIMITS["report.json"])
     try:
-        report = json.loads((program / "report.json").read_text())
         ok, message = bool(report["ok"]), str(report["message"])[:2000]
-    except (ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         raise Invalid("the export step's report is unreadable") from None
     if not ok:
         raise Invalid(message)
@@ -142,7 +143,8 @@ def evaluate(run: ScoringRun, program: Path) -> float:
     outcome = json.loads(result_path.read_text())
     run.details["ops_seen"] = outcome.get("ops_seen")
     if not outcome.get("ok"):
-        raise Invalid(str(outcome.get("message")))
+        # The evaluation's message may quote names from the agent's files: cut short.
+        raise Invalid(str(outcome.get("message"))[:1000])
     run.details.update(device=outcome["device"], eval_seconds=outcome["eval_seconds"], loss=outcome["loss"])
     return float(outcome["loss"])
 

@@ -47,6 +47,7 @@ from sandbox_lib import (
     runner_user,
     snapshot_tree,
 )
+from sandbox_lib.untrusted_files import read_json
 
 MODULE = "solution"
 # Fields of a problem record the agent's module may see (held-out split).
@@ -216,13 +217,12 @@ def run_module(snapshot: Path, problems: list[dict], scale: str, user: str | Non
         "stderr_tail": log_tail,
     }
     try:
-        if out.is_symlink() or not out.is_file() or out.stat().st_size > MAX_RESULT_BYTES:
-            raise ValueError("missing or oversized result file")
-        payload = json.loads(out.read_text(errors="replace"))
-        if not isinstance(payload, dict):
-            raise ValueError("result file is not an object")
-    except (OSError, ValueError) as exc:
+        payload = read_json(out, "the module's result file", max_bytes=MAX_RESULT_BYTES)
+    except Invalid as exc:
         info["result_file_error"] = str(exc)
+        payload = None
+    if payload is not None and not isinstance(payload, dict):
+        info["result_file_error"] = "the module's result file does not hold a JSON object"
         payload = None
     return payload or {}, info
 

@@ -1,7 +1,8 @@
 """Scoring program of scaling_law (docs/CONTRACT.md): score WS/answer.json against the ground-truth sweep.
 
 Runs no code of the agent and reads one file: it opens the workspace folder and then answer.json in it without
-following links (a regular file, at most 64 KiB) and applies answer_rules.evaluate_answer. This one bounded read
+following links (a regular file, at most 64 KiB, JSON parsed with `sandbox_lib.untrusted_files`' bounds) and
+applies answer_rules.evaluate_answer. This one bounded read
 replaces `run.snapshot()`: copying a whole workspace (which may hold large experiment files) could only add a way
 for a valid answer to fail. The message the agent sees states validity and the fraction of the budget used,
 never the score.
@@ -10,7 +11,6 @@ never the score.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE))
 
 from answer_rules import GroundTruth, InvalidAnswer, evaluate_answer
 from sandbox_lib import Invalid, Scored, ScoringRun, main
+from sandbox_lib.untrusted_files import read_json
 from scaling_common import SETTINGS
 
 # Reading one small file needs no time of its own; the limit only satisfies the protocol's accounting.
@@ -27,27 +28,17 @@ ANSWER = "answer.json"
 MAX_ANSWER_BYTES = 64 * 1024
 
 
-def read_answer(workspace: Path) -> str:
-    """The answer's text; links (of the folder or the file), FIFOs and devices are invalid, never followed."""
+def read_answer(workspace: Path) -> object:
+    """The answer's JSON value, read by the bounded reader; links (of the folder or the file), FIFOs, folders and
+    hostile JSON are invalid, never followed or parsed unbounded."""
     try:
         folder = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
-        raise InvalidAnswer("the workspace is not a plain folder") from None
+        raise Invalid("the workspace is not a plain folder") from None
     try:
-        fd = os.open(ANSWER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-    except FileNotFoundError:
-        raise InvalidAnswer(f"{ANSWER} not found in the workspace") from None
-    except OSError:
-        raise InvalidAnswer(f"{ANSWER} must be a regular file (not a link)") from None
+        return read_json(Path(ANSWER), ANSWER, max_bytes=MAX_ANSWER_BYTES, folder_fd=folder)
     finally:
         os.close(folder)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise InvalidAnswer(f"{ANSWER} must be a regular file")
-        data = f.read(MAX_ANSWER_BYTES + 1)
-    if len(data) > MAX_ANSWER_BYTES:
-        raise InvalidAnswer(f"{ANSWER} is larger than {MAX_ANSWER_BYTES} bytes")
-    return data.decode("utf-8", errors="replace")
 
 
 def score(run: ScoringRun) -> Scored:

@@ -1,4 +1,5 @@
-"""Toy scoring program: raw = the number in answer.txt. 'crash' makes scoring itself fail (infrastructure)."""
+"""Toy scoring program: raw = the number in answer.txt. 'crash' makes scoring itself fail (infrastructure);
+'overflow' sets off a bug of this scorer (an OverflowError), as hostile data might in a real one."""
 
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ def score(run: ScoringRun) -> Scored:
     text = path.read_text().strip()
     if text == "crash":
         raise InfrastructureError("asked to crash")
+    if text == "overflow":
+        return Scored(float(10**400), "unreachable")
     try:
         raw = float(text)
     except ValueError:
