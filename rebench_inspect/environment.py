@@ -110,6 +110,12 @@ class EnvironmentSpec(BaseModel):
         "trainer user): their processes count as the agent's, frozen while scoring runs the agent's code "
         "and killed before the final score",
     )
+    isolated_scoring: bool = Field(
+        default=False,
+        description="in Docker and k8s, every scoring run happens in a second service of the sandbox (same image, "
+        "no network, none of the agent's files or processes) that gets a root-made copy of the workspace: for "
+        "scoring programs that run the agent's code on held-out inputs (README, security model)",
+    )
     local_check: str | None = Field(
         default=None,
         description="a script of the environment folder (e.g. `sandbox/stack.py`), run with the host's Python, that "

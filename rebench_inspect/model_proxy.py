@@ -53,7 +53,7 @@ from inspect_ai.model import (
     get_model,
     get_model_info,
 )
-from inspect_ai.util import sandbox, store
+from inspect_ai.util import SandboxEnvironment, sandbox, store
 
 Purpose = Literal["agent", "scoring"]
 
@@ -85,6 +85,11 @@ while time.time() < deadline:
     time.sleep(0.2)
 print(os.getuid(), *sorted(owners))
 """
+
+
+def _box(layout: Any) -> SandboxEnvironment:
+    """The sandbox the layout describes: the scoring service for a scoring run apart from the agent."""
+    return sandbox(getattr(layout, "sandbox_name", None))
 
 
 class ProxyUnavailable(RuntimeError):
@@ -330,7 +335,7 @@ class ModelRoleProxy:
     async def _check_listener(self, layout: Any, port: int) -> None:
         """Whoever listens on `port` must be the bridge's user (the harness), else the door is someone else's."""
         python = getattr(layout, "python", "python3")
-        result = await sandbox().exec(
+        result = await _box(layout).exec(
             [python, "-c", _LISTENER_PROBE, str(port), str(LISTEN_CHECK_TIMEOUT_S)],
             timeout=LISTEN_CHECK_TIMEOUT_S + 30,
         )
@@ -348,16 +353,16 @@ class ModelRoleProxy:
 
     async def _make_responses_dir(self, layout: Any, run: _Run) -> None:
         run.responses_dir = f"{layout.protected}/model-responses-{secrets.token_hex(8)}"
-        result = await sandbox().exec(["sh", "-c", f'mkdir -p -m 700 "{run.responses_dir}"'])
+        result = await _box(layout).exec(["sh", "-c", f'mkdir -p -m 700 "{run.responses_dir}"'])
         if not result.success:
             raise ProxyUnavailable(f"cannot create {run.responses_dir}: {result.stderr[-500:]}")
 
-    async def _record_response(self, run: _Run, output: ModelOutput) -> None:
+    async def _record_response(self, layout: Any, run: _Run, output: ModelOutput) -> None:
         if run.responses_dir is None:
             return
         texts = [choice.message.text for choice in output.choices]
         run.responses_written += 1
-        await sandbox().write_file(f"{run.responses_dir}/{run.responses_written:07d}.json", json.dumps(texts))
+        await _box(layout).write_file(f"{run.responses_dir}/{run.responses_written:07d}.json", json.dumps(texts))
 
     @asynccontextmanager
     async def open(self, layout: Any, purpose: Purpose) -> AsyncIterator[dict[str, str]]:
@@ -393,7 +398,7 @@ class ModelRoleProxy:
                 cost = 0.0
             run.calls += 1
             run.spent_usd += cost
-            await self._record_response(run, output)
+            await self._record_response(layout, run, output)
 
         try:
             async with sandbox_agent_bridge(
@@ -403,6 +408,7 @@ class ModelRoleProxy:
                 port=run.port,
                 forward_generation_config=True,
                 forward_client_headers={PROXY_KEY_HEADER.lower(): [run.key]},
+                sandbox=getattr(layout, "sandbox_name", None),
             ):
                 await self._check_listener(layout, run.port)
                 if purpose == "agent":
@@ -414,7 +420,7 @@ class ModelRoleProxy:
                 ledger.setdefault("scoring_runs", []).append(run.summary())
                 self._save(ledger)
             if run.responses_dir is not None:
-                await sandbox().exec(["rm", "-rf", run.responses_dir])
+                await _box(layout).exec(["rm", "-rf", run.responses_dir])
 
     async def _announce(self, layout: Any, env: dict[str, str]) -> None:
         """Tell the agent where the endpoint is and its key: `<workspace>/model_api.env`, readable by the agent only."""
@@ -427,8 +433,8 @@ class ModelRoleProxy:
             f"# API key and in the {PROXY_KEY_HEADER} header (the workspace's clients do).\n"
             + "".join(f"{k}={v}\n" for k, v in env.items())
         )
-        await sandbox().write_file(path, body)
+        await _box(layout).write_file(path, body)
         user = getattr(layout, "agent_user", None)
         if user:
-            await sandbox().exec(["chown", f"{user}:{user}", path])
-        await sandbox().exec(["chmod", "600", path])
+            await _box(layout).exec(["chown", f"{user}:{user}", path])
+        await _box(layout).exec(["chmod", "600", path])

@@ -30,6 +30,8 @@ SANDBOX_TYPES: tuple[str, ...] = ("docker", "k8s", "local")
 IMAGE_REGISTRY = "ghcr.io/rebench"
 IMAGE_VERSION = "0.1.0"
 AGENT_WORKSPACE = f"{CONTAINER_HOME}/workspace"
+# The service scoring programs run in when the environment scores apart from the agent (`isolated_scoring`).
+SCORING_SERVICE = "scoring"
 KEEP_ALIVE = ["tail", "-f", "/dev/null"]
 
 # Smoke runs on a laptop or a 2-core, 24 GB CI machine: no GPU, and room left for the host.
@@ -111,7 +113,18 @@ def compose_service(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any
 
 
 def compose_config(environment: EnvironmentSpec, scale: Scale) -> ComposeConfig:
-    return ComposeConfig.model_validate({"services": {"default": compose_service(environment, scale)}})
+    return ComposeConfig.model_validate(
+        {"services": with_scoring_service(environment, compose_service(environment, scale))}
+    )
+
+
+def with_scoring_service(environment: EnvironmentSpec, service: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The sandbox's services: the agent's (`default`) and, for an environment that scores apart from the agent, a
+    second one like it (same image, limits and devices, its own filesystem, no network) where scoring runs."""
+    services = {"default": service}
+    if environment.isolated_scoring:
+        services[SCORING_SERVICE] = dict(service)
+    return services
 
 
 def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
@@ -158,7 +171,7 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
     selector = json.loads(selector_text) if selector_text else (DEFAULT_GPU_NODE_SELECTOR if gpus else {})
     if selector:
         service["nodeSelector"] = selector
-    return {"services": {"default": service}}
+    return {"services": with_scoring_service(environment, service)}
 
 
 def k8s_values_file(environment: EnvironmentSpec, scale: Scale) -> Path:

@@ -13,17 +13,18 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
-from inspect_ai.util import sample_limits, sandbox
+from inspect_ai.util import SandboxEnvironment, sample_limits, sandbox
 from pydantic import BaseModel, ValidationError
 
 from .environment import EnvironmentSpec, Scale
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from .staging import scoring_command, staged_tree
+from .staging import sandbox_lib_tree, scoring_command, staged_tree
 from .state import rebench_state
 from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
 
@@ -64,17 +65,31 @@ async def open_services(
         yield environment
 
 
-async def stage_in_sandbox(environment: EnvironmentSpec, destination: str) -> None:
+async def stage_in_sandbox(
+    environment: EnvironmentSpec, destination: str, box: SandboxEnvironment | None = None
+) -> None:
     """Replace `destination` with a fresh copy of the staged tree, writable and readable by root only."""
-    box = sandbox()
-    await checked_exec(["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'])
-    for relative, source in staged_tree(environment).items():
+    await stage_files(staged_tree(environment), destination, box or sandbox())
+
+
+async def stage_files(files: dict[str, Path], destination: str, box: SandboxEnvironment) -> None:
+    """Replace `destination` in `box` with a fresh copy of `files`, writable and readable by root only."""
+    await checked_exec(
+        ["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'], box=box
+    )
+    for relative, source in files.items():
         await box.write_file(f"{destination}/{relative}", source.read_bytes())
 
 
-async def checked_exec(cmd: list[str], timeout: int = HARNESS_COMMAND_TIMEOUT_S, cwd: str | None = None) -> str:
-    """A harness command in the sandbox (as root); its failure is an infrastructure error."""
-    result = await sandbox().exec(cmd, timeout=timeout, cwd=cwd)
+async def checked_exec(
+    cmd: list[str],
+    timeout: int = HARNESS_COMMAND_TIMEOUT_S,
+    cwd: str | None = None,
+    box: SandboxEnvironment | None = None,
+) -> str:
+    """A harness command in the sandbox (as root; `box`: another of the sample's sandboxes than the default one);
+    its failure is an infrastructure error."""
+    result = await (box or sandbox()).exec(cmd, timeout=timeout, cwd=cwd)
     if not result.success:
         raise ScoringInfrastructureError(f"sandbox command failed: {' '.join(cmd)}: {result.stderr[-3000:]}")
     return result.stdout
@@ -86,10 +101,29 @@ async def run_scoring_program(
     layout: SandboxLayout,
     services: Sequence[SandboxService] = (),
 ) -> ScoringProgramResult:
-    """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure."""
-    await stage_in_sandbox(environment, layout.scoring_dir)
+    """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure.
+
+    Where the layout names a scoring service, the program runs there, on a root-made copy of the workspace
+    (`copy_submission`), and the services open there too: nothing it runs can reach the agent's files or processes.
+    Meanwhile the agent's processes are stopped, so none of them runs beside the scoring run (contending with a
+    timed run, or watching devices the two containers share).
+    """
+    if layout.scoring_service is None:
+        return await _run_program(environment, scale, layout, services)
+    async with agent_processes_paused(layout):
+        refusal = await copy_submission(environment, layout)
+        if refusal is not None:
+            return ScoringProgramResult(valid=False, message=refusal)
+        return await _run_program(environment, scale, layout.scoring_layout, services)
+
+
+async def _run_program(
+    environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout, services: Sequence[SandboxService]
+) -> ScoringProgramResult:
+    box = layout.sandbox()
+    await stage_in_sandbox(environment, layout.scoring_dir, box)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
-    await checked_exec(["mkdir", "-p", f"{layout.protected}/results"])
+    await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
     command = scoring_command(
         environment,
         scale,
@@ -102,7 +136,7 @@ async def run_scoring_program(
     )
     async with open_services(services, layout, "scoring") as service_env:
         try:
-            execution = await sandbox().exec(
+            execution = await box.exec(
                 command,
                 cwd=layout.protected,
                 env=service_env,
@@ -115,11 +149,59 @@ async def run_scoring_program(
             f"the {environment.name} scoring program failed (exit {execution.returncode}): {execution.stderr[-3000:]}"
         )
     try:
-        text = await sandbox().read_file(result_file)
-        await sandbox().exec(["rm", "-f", result_file])
+        text = await box.read_file(result_file)
+        await box.exec(["rm", "-f", result_file])
         return ScoringProgramResult.model_validate_json(text)
     except (FileNotFoundError, ValidationError, json.JSONDecodeError) as ex:
         raise ScoringInfrastructureError(f"the {environment.name} scoring program wrote no valid result: {ex}") from ex
+
+
+# Sends signal $1 (STOP, CONT) to every process of user $2; none may be running.
+_SIGNAL_USER = 'pkill "-$1" -u "$2"; test $? -le 1'
+
+
+@asynccontextmanager
+async def agent_processes_paused(layout: SandboxLayout) -> AsyncIterator[None]:
+    """Every process of the agent's user stopped (SIGSTOP) in its container for the duration, then continued."""
+    if not layout.agent_user:
+        yield
+        return
+    box = layout.sandbox()
+    await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "STOP", layout.agent_user], box=box)
+    try:
+        yield
+    finally:
+        await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "CONT", layout.agent_user], box=box)
+
+
+async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -> str | None:
+    """Replace the scoring service's workspace with a root-made copy of the agent's (`sandbox_lib.submission`: the
+    safe snapshot, without the spec's ignored files). Returns why the workspace could not be copied (the entry is
+    then invalid), else None. The parts pass through the host, one read at a time; both ends are root-only."""
+    agent_box, scoring = layout.sandbox(), layout.scoring_layout
+    scoring_box = scoring.sandbox()
+    tools, outbox = f"{layout.protected}/submission", f"{layout.protected}/submission/out"
+    await stage_files(sandbox_lib_tree(), tools, agent_box)
+    ignored = [argument for pattern in environment.workspace_ignore for argument in ("--ignore", pattern)]
+    pack = [layout.python, "-m", "sandbox_lib.submission", "pack", "--workspace", layout.workspace, "--out", outbox]
+    output = await checked_exec([*pack, *ignored], cwd=tools, box=agent_box)
+    try:
+        report = json.loads(output.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as ex:
+        raise ScoringInfrastructureError(
+            f"copying the workspace for scoring printed no report: {output[-500:]}"
+        ) from ex
+    if "too_large" in report:
+        return f"the workspace could not be copied for scoring: {report['too_large']}"
+    inbox = f"{scoring.protected}/submission/in"
+    await stage_files(sandbox_lib_tree(), f"{scoring.protected}/submission", scoring_box)
+    for part in report["parts"]:
+        await scoring_box.write_file(f"{inbox}/{part}", await agent_box.read_file(f"{outbox}/{part}", text=False))
+    await checked_exec(["rm", "-rf", tools], box=agent_box)
+    unpack = [scoring.python, "-m", "sandbox_lib.submission", "unpack", "--parts", inbox, "--workspace"]
+    owner = ["--owner", scoring.agent_user] if scoring.agent_user else []
+    await checked_exec([*unpack, scoring.workspace, *owner], cwd=f"{scoring.protected}/submission", box=scoring_box)
+    return None
 
 
 def score_log() -> list[ScoreEntry]:

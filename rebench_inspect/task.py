@@ -17,7 +17,7 @@ from .calibrate import load_anchors
 from .environment import EnvironmentSpec, Scale
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskParameterError, checked_parameters
 from .layout import SandboxLayout, detect_layout
-from .sandbox import LOCK_DIR, TEMP_DIRS, sandbox_spec, warn_about_docker
+from .sandbox import LOCK_DIR, SCORING_SERVICE, TEMP_DIRS, sandbox_spec, warn_about_docker
 from .scoring import (
     SCORER_NAME,
     SandboxService,
@@ -125,7 +125,7 @@ def rebench_setup(
     """Lay out the workspace, prepare models and data, and score the starting solution (the log's first entry)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        layout = await detect_layout(agent_user)
+        layout = await detect_layout(agent_user, SCORING_SERVICE if environment.isolated_scoring else None)
         state_store = rebench_state()
         state_store.layout = layout
         state_store.score_visible = score_visible
@@ -168,22 +168,32 @@ async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
         transcript().info(f"Preparing {environment.name} at {scale} scale (models and data; cached after a first run)…")
         started = time.monotonic()
-        await stage_in_sandbox(environment, layout.prepare_dir)
-        await checked_exec(
-            prepare_command(
-                scale,
-                python=layout.python,
-                prepare_dir=layout.prepare_dir,
-                workspace=layout.workspace,
-                protected=layout.protected,
-                setup=True,
-            ),
-            timeout=environment.setup_timeout_s[scale],
-            cwd=layout.protected,
-        )
+        await _prepare(environment, scale, layout)
+        if layout.scoring_service is not None:
+            # The scoring service prepares its own held-out data from the same image (its /protected, root-only like
+            # the agent's container's), so nothing of it passes through the agent's container.
+            await _prepare(environment, scale, layout.scoring_layout)
         transcript().info(f"Prepared {environment.name} in {time.monotonic() - started:.0f} s.")
     if layout.agent_user:
         await checked_exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
+
+
+async def _prepare(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
+    box = layout.sandbox()
+    await stage_in_sandbox(environment, layout.prepare_dir, box)
+    await checked_exec(
+        prepare_command(
+            scale,
+            python=layout.python,
+            prepare_dir=layout.prepare_dir,
+            workspace=layout.workspace,
+            protected=layout.protected,
+            setup=True,
+        ),
+        timeout=environment.setup_timeout_s[scale],
+        cwd=layout.protected,
+        box=box,
+    )
 
 
 def build_task(

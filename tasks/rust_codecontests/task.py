@@ -75,6 +75,8 @@ ENVIRONMENT = EnvironmentSpec(
     },
     workspace_ignore=("__pycache__", "*.pyc", "model_api.env"),
     build_files="rebench.rust_codecontests.image_build:toolchain",
+    # The scaffold runs on the held-out problems: in a service of its own, it cannot hand them back to the agent.
+    isolated_scoring=True,
 )
 
 

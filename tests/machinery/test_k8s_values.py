@@ -16,6 +16,7 @@ from rebench_inspect.sandbox import (
     K8S_NODE_SELECTOR_VARIABLE,
     K8S_RUNTIME_CLASS_VARIABLE,
     KEEP_ALIVE,
+    SCORING_SERVICE,
     TEMP_DIRS,
     image_tag,
     k8s_values,
@@ -64,6 +65,9 @@ def test_templates_read_what_we_intend(name, scale, monkeypatch):
     monkeypatch.delenv(K8S_RUNTIME_CLASS_VARIABLE, raising=False)
     monkeypatch.delenv(K8S_NODE_SELECTOR_VARIABLE, raising=False)
     environment = ENVIRONMENTS[name]
+    generated = k8s_values(environment, scale)["services"]
+    assert set(generated) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
+    assert all(other == generated["default"] for other in generated.values())  # scoring apart: a pod like the agent's
     service = chart_values(k8s_values(environment, scale))["services"]["default"]
     assert service["image"] == image_tag(name, scale)
     assert service["command"] == KEEP_ALIVE

@@ -13,6 +13,7 @@ from rebench_inspect.environment import SCALES
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
     CONTAINER_LIMITS,
+    SCORING_SERVICE,
     SMOKE_CPUS,
     SMOKE_MEMORY_GB,
     TEMP_DIRS,
@@ -64,6 +65,9 @@ def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
     assert not {"privileged", "cap_add", "volumes", "user", "build", "ports"} & set(raw)  # root stays default user
     assert raw["init"] is True and raw["working_dir"] == AGENT_WORKSPACE
     assert config.services["default"].image == image_tag(name, scale) and image_tag(name, scale).endswith(f"-{scale}")
+    # scoring apart from the agent: a second service like the agent's (no network, no volumes: nothing shared)
+    assert set(config.services) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
+    assert all(service == config.services["default"] for service in config.services.values())
     devices = raw.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
     if scale == "smoke":
         assert devices == []  # a laptop or CI machine: no GPU

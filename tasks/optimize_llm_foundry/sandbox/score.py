@@ -13,7 +13,9 @@ One scoring run, as root, inside `sandbox_lib.main`:
    when the sum over tensors of the Frobenius norm of the difference is at most the scale's limit (5.3 at full
    scale, the paper's; the original calls it "L1" but computes this).
 
-What the agent's script prints is never shown back (it read held-out rows); only its exit status is.
+What the agent's script prints is never shown back (it read held-out rows); only its exit status is. In Docker and
+k8s this program runs in the sandbox's scoring service, on a root-made copy of the workspace, where none of the
+agent's files or processes exist (`isolated_scoring`; README, security model; the environment's THREAT_MODEL.md).
 """
 
 import hashlib

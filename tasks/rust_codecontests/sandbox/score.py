@@ -2,6 +2,8 @@
 
 `sandbox_lib.main` runs `score(run)`: it parses the arguments, gives a private root work folder, writes the result
 (`Invalid` → an invalid entry, `InfrastructureError` → a non-zero exit) and kills every process scoring started.
+In Docker and k8s this program runs in the sandbox's scoring service, on a root-made copy of the workspace, where
+none of the agent's files or processes exist (`isolated_scoring`; README, security model).
 
 1. Snapshot the workspace; the agent's `solution.py` runs in its own process (`generate_runner.py`) as a dedicated
    runner user (never the agent's), with umask 077, a private temporary directory and a clean environment holding
