@@ -105,12 +105,12 @@ async def run_scoring_program(
 
     Where the layout names a scoring service, the program runs there, on a root-made copy of the workspace
     (`copy_submission`), and the services open there too: nothing it runs can reach the agent's files or processes.
-    Meanwhile the agent's processes are stopped, so none of them runs beside the scoring run (contending with a
+    Meanwhile the agent's processes are frozen, so none of them runs beside the scoring run (contending with a
     timed run, or watching devices the two containers share).
     """
     if layout.scoring_service is None:
         return await _run_program(environment, scale, layout, services)
-    async with agent_processes_paused(layout):
+    async with agent_processes_paused(environment, layout):
         refusal = await copy_submission(environment, layout)
         if refusal is not None:
             return ScoringProgramResult(valid=False, message=refusal)
@@ -156,22 +156,22 @@ async def _run_program(
         raise ScoringInfrastructureError(f"the {environment.name} scoring program wrote no valid result: {ex}") from ex
 
 
-# Sends signal $1 (STOP, CONT) to every process of user $2; none may be running.
-_SIGNAL_USER = 'pkill "-$1" -u "$2"; test $? -le 1'
-
-
 @asynccontextmanager
-async def agent_processes_paused(layout: SandboxLayout) -> AsyncIterator[None]:
-    """Every process of the agent's user stopped (SIGSTOP) in its container for the duration, then continued."""
-    if not layout.agent_user:
+async def agent_processes_paused(environment: EnvironmentSpec, layout: SandboxLayout) -> AsyncIterator[None]:
+    """Every process of the agent's users frozen in its container for the duration (`sandbox_lib/users.py`: one kernel
+    pass per user, which a fork loop cannot outrun), then exactly those continued."""
+    users = agent_users(environment, layout)
+    if not users:
         yield
         return
     box = layout.sandbox()
-    await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "STOP", layout.agent_user], box=box)
+    await stage_in_sandbox(environment, layout.scoring_dir, box)
+    script = [layout.python, "-I", f"{layout.scoring_dir}/sandbox_lib/users.py"]
+    frozen = (await checked_exec([*script, "freeze", *users], box=box)).strip()
     try:
         yield
     finally:
-        await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "CONT", layout.agent_user], box=box)
+        await checked_exec([*script, "resume", "--frozen", frozen], box=box)
 
 
 async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -> str | None:

@@ -223,3 +223,30 @@ def test_a_quarantine_that_nothing_crossed_kills_nothing(users, world, monkeypat
     finally:
         training.kill()
         training.wait()
+
+
+USERS_SCRIPT = Path(__file__).resolve().parents[2] / "tasks" / "sandbox_lib" / "users.py"
+COUNTER = "import sys, time\nwhile True:\n    open(sys.argv[1], 'a').write('.')\n    time.sleep(0.05)\n"
+
+
+def test_a_scoring_service_run_freezes_fork_loops_and_continues_exactly_what_it_froze(users, world):
+    """The host's pause around a run in the scoring service (`freeze`, then `resume`) holds a fork loop still (no
+    new process appears while frozen) and then continues the agent's work."""
+    counter = world / "counter"
+    (world / "hop.sh").write_text(HOP)
+    spawn(users.agent, ["sh", str(world / "hop.sh")], world)
+    spawn(users.agent, [SYSTEM_PYTHON, "-c", COUNTER, str(counter)], world)
+    wait_for(lambda: counter.exists() and counter.stat().st_size > 0)
+    script = [SYSTEM_PYTHON, "-I", str(USERS_SCRIPT)]
+    try:
+        frozen = subprocess.run([*script, "freeze", users.agent], capture_output=True, text=True, check=True).stdout
+        held = processes_of([users.uids["agent"]])
+        assert held and all(status in ("T", "t", "Z") for status in held.values())
+        size = counter.stat().st_size
+        time.sleep(0.5)
+        assert processes_of([users.uids["agent"]]).keys() <= held.keys()  # no fork got through
+        assert counter.stat().st_size == size
+        subprocess.run([*script, "resume", "--frozen", frozen.strip()], check=True, capture_output=True)
+        wait_for(lambda: counter.stat().st_size > size)
+    finally:
+        subprocess.run([*script, "stop", users.agent], capture_output=True, check=False)
