@@ -5,22 +5,26 @@
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from sandbox_lib import Invalid, Scored, ScoringRun, main
+    from sandbox_lib import Invalid, Reason, Scored, ScoringRun, main
+
+    BROKEN = Reason("what is wrong, in words (never the score), e.g. {count} of the {total} outputs are wrong")
+    MEASURED = Reason("what was measured")
 
     def score(run: ScoringRun) -> Scored:
         workspace = run.snapshot()          # a private copy, honouring EnvironmentSpec.workspace_ignore
         ...                                 # agent code runs through run_untrusted(..., user=run.run_as)
         if broken:
-            raise Invalid("what is wrong, in words (never the score)")
-        return Scored(raw=seconds, message="what was measured", details={...})
+            raise Invalid(BROKEN, count=wrong, total=len(cases))   # numbers the scorer computed, never text
+        return Scored(raw=seconds, message=MEASURED, details={"cases": len(cases)})
 
     if __name__ == "__main__":
         sys.exit(main(score))
 
 `main` parses the arguments, makes the process a subreaper, gives the function a private work directory, writes the
-result file (valid, or invalid with the `Invalid` message), turns `InfrastructureError` (and any bug) into a non-zero
+result file (valid, or invalid with the `Invalid` reason), turns `InfrastructureError` (and any bug) into a non-zero
 exit so the host errors the sample, and before returning removes the work directory and kills every process that
-scoring started, however it was detached.
+scoring started, however it was detached. Messages are `Reason`s and details plain numbers (result.py): nothing the
+agent's code wrote or printed is ever quoted, in the result or on stderr (which reaches the log).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .processes import become_subreaper, kill_descendants
-from .result import ScoringArgs, parse_scoring_args, write_result
+from .result import Reason, ScoringArgs, parse_scoring_args, write_result
 from .snapshot import SnapshotTooLarge, snapshot_tree
 
 # Exit status for an infrastructure failure (a missing asset, an unreachable service): the host raises.
@@ -46,21 +50,32 @@ INFRASTRUCTURE_EXIT = 2
 
 
 class Invalid(Exception):
-    """The submission is invalid; the message is shown to the agent and must not contain a score."""
+    """The submission is invalid: `Invalid(TOO_SLOW, limit_s=600)` shows the agent `TOO_SLOW` with its fields
+    filled (numbers the scorer computed; never the score). Anything but a `Reason` is refused (TypeError)."""
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, reason: Reason, details: dict[str, Any] | None = None, **values: Any) -> None:
+        if not isinstance(reason, Reason):
+            raise TypeError(f"Invalid takes a Reason, not {type(reason).__name__}")
+        self.reason = reason.format(**values)
+        super().__init__(str(self.reason))
         self.details = details or {}
 
 
 class InfrastructureError(Exception):
-    """Scoring itself could not run: the program exits non-zero and the sample errors (and can be retried)."""
+    """Scoring itself could not run: the program exits non-zero and the sample errors (and can be retried).
+    `InfrastructureError(MISSING_DATA)`: a `Reason` like `Invalid`'s, since stderr reaches the log."""
+
+    def __init__(self, reason: Reason, **values: Any) -> None:
+        if not isinstance(reason, Reason):
+            raise TypeError(f"InfrastructureError takes a Reason, not {type(reason).__name__}")
+        self.reason = reason.format(**values)
+        super().__init__(str(self.reason))
 
 
 @dataclass
 class Scored:
     raw: float
-    message: str
+    message: Reason  # filled: `MEASURED.format(seconds=...)`
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -70,7 +85,7 @@ class ScoringRun:
     def __init__(self, args: ScoringArgs, work: Path) -> None:
         self.args = args
         self.work = work
-        self.details: dict[str, Any] = {"scale": args.scale}
+        self.details: dict[str, Any] = {}
         self.started = time.monotonic()
         self._snapshot: Path | None = None
 
@@ -103,7 +118,7 @@ class ScoringRun:
 
     def snapshot(self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None) -> Path:
         """A private copy of the workspace (made once), owned by the agent user; files matching the ignore list,
-        non-regular files and links leaving the workspace are left out and listed in `details`."""
+        non-regular files and links leaving the workspace are left out (`details` say whether any were)."""
         if self._snapshot is None:
             # The work directory is root's and unlistable; the snapshot's random name keeps other agent processes out.
             destination = self.work / f"snapshot-{secrets.token_hex(8)}"
@@ -119,11 +134,18 @@ class ScoringRun:
                     **limits,
                 )
             except SnapshotTooLarge as ex:
-                raise Invalid(str(ex)) from None
-            if report.skipped:
-                self.details["snapshot_skipped"] = report.skipped[:50]
+                raise Invalid(ex.reason) from None
+            # Whether files were left out, never which or how many (the agent can list its own workspace).
+            self.details["snapshot_skipped_files"] = bool(report.skipped)
             self._snapshot = destination
         return self._snapshot
+
+
+def print_bug(error: BaseException) -> None:
+    """Where the scoring program failed (its own files and lines) and the exception's type, without the exception's
+    text, which may quote what the agent's code wrote (a key, a line of output)."""
+    frames = traceback.format_list(traceback.extract_tb(error.__traceback__))
+    print(f"scoring program bug: {type(error).__name__}\n{''.join(frames)}"[-3000:], file=sys.stderr)
 
 
 def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None) -> int:
@@ -136,23 +158,18 @@ def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None) -
     try:
         try:
             outcome = score(run)
+            verdict: dict[str, Any] = {"valid": True, "raw": outcome.raw, "message": outcome.message}
+            details = {**run.details, **outcome.details}
         except Invalid as ex:
-            write_result(args.result, valid=False, raw=None, message=str(ex), details={**run.details, **ex.details})
-            return 0
-        except InfrastructureError as ex:
-            print(f"scoring could not run: {ex}", file=sys.stderr)
-            return INFRASTRUCTURE_EXIT
-        except Exception:  # noqa: BLE001 - a bug of the scoring program is the harness's failure, never the agent's
-            traceback.print_exc()
-            return INFRASTRUCTURE_EXIT
-        write_result(
-            args.result,
-            valid=True,
-            raw=outcome.raw,
-            message=outcome.message,
-            details={**run.details, **outcome.details},
-        )
+            verdict, details = {"valid": False, "raw": None, "message": ex.reason}, {**run.details, **ex.details}
+        write_result(args.result, **verdict, details=details)
         return 0
+    except InfrastructureError as ex:
+        print(f"scoring could not run: {ex.reason}", file=sys.stderr)
+        return INFRASTRUCTURE_EXIT
+    except Exception as ex:  # noqa: BLE001 - a bug of the scoring program is the harness's failure, never the agent's
+        print_bug(ex)
+        return INFRASTRUCTURE_EXIT
     finally:
         kill_descendants()
         shutil.rmtree(work, ignore_errors=True)

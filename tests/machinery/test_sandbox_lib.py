@@ -55,7 +55,11 @@ def test_snapshot_stops_past_its_size_limit(tmp_path):
 PROGRAM = """
 import os, subprocess, sys
 sys.path.insert(0, {library!r})
-from sandbox_lib import InfrastructureError, Invalid, Scored, main
+from sandbox_lib import InfrastructureError, Invalid, Reason, Scored, main
+
+NO_GOOD = Reason("no good")
+JUDGE_DOWN = Reason("the judge is down")
+COUNTED = Reason("counted")
 
 def score(run):
     files = sorted(p.name for p in run.snapshot().iterdir())
@@ -63,12 +67,13 @@ def score(run):
     subprocess.Popen(["sh", "-c", "setsid sleep 300 & echo $! > {pidfile}"]).wait()
     mode = (run.workspace / "mode").read_text().strip()
     if mode == "invalid":
-        raise Invalid("no good", details={{"files": files}})
+        raise Invalid(NO_GOOD, details={{"snapshot_as_expected": files == ["keep.py", "mode"]}})
     if mode == "infrastructure":
-        raise InfrastructureError("the judge is down")
+        raise InfrastructureError(JUDGE_DOWN)
     if mode == "bug":
-        raise KeyError("oops")
-    return Scored(raw=float(len(files)), message="counted", details={{"files": files, "left": run.remaining()}})
+        raise KeyError(mode.upper() + "-HELD-OUT")
+    details = {{"snapshot_as_expected": files == ["keep.py", "mode"], "left": run.remaining()}}
+    return Scored(raw=float(len(files)), message=COUNTED, details=details)
 
 sys.exit(main(score))
 """
@@ -100,31 +105,34 @@ def run_program(tmp_path: Path, mode: str, extra: list[str] = ()) -> tuple[subpr
 def test_main_scores_a_snapshot_honouring_the_ignore_list_and_kills_what_scoring_started(tmp_path):
     completed, result = run_program(tmp_path, "valid")
     assert completed.returncode == 0, completed.stderr
-    assert result["valid"] and result["details"]["files"] == ["keep.py", "mode"]
+    assert result["valid"] and result["details"]["snapshot_as_expected"]
     assert result["raw"] == 2.0 and 0 < result["details"]["left"] <= 60
-    assert result["details"]["snapshot_skipped"] == ["fifo (not a regular file or directory)"]
+    assert result["details"]["snapshot_skipped_files"] is True  # the fifo: whether, never which
 
 
 def test_main_reports_invalid_submissions_and_fails_on_infrastructure_errors(tmp_path):
     completed, result = run_program(tmp_path, "invalid")
     assert completed.returncode == 0 and result["valid"] is False and result["message"] == "no good"
-    assert result["details"]["files"] == ["keep.py", "mode"]
+    assert result["details"]["snapshot_as_expected"]
     for mode in ("infrastructure", "bug"):
         completed, result = run_program(tmp_path, mode)
         assert completed.returncode == 2 and result is None, mode
     assert "the judge is down" in run_program(tmp_path, "infrastructure")[0].stderr
+    # a bug's stderr (which reaches the log) names its type and lines, never its text
+    bug = run_program(tmp_path, "bug")[0].stderr
+    assert "KeyError" in bug and "score.py" in bug and "BUG-HELD-OUT" not in bug
 
 
 def test_no_descendant_outlives_main_in_process(tmp_path, monkeypatch):
     """Run `main` inside this process: its work directory is gone and it leaves no child behind."""
-    from rebench.sandbox_lib import Scored, main
+    from rebench.sandbox_lib import Reason, Scored, main
 
     seen: dict[str, Path] = {}
 
     def score(run):
         seen["work"] = run.work
         subprocess.Popen(["sleep", "300"])
-        return Scored(1.0, "ok")
+        return Scored(1.0, Reason("ok"))
 
     (tmp_path / "ws").mkdir()
     before = set(descendants())
