@@ -2,6 +2,7 @@
 memory-capped and time-limited; every bad input ends as an invalid verdict, never a crash, a hang or a leftover."""
 
 import io
+import json
 import os
 import shutil
 import tempfile
@@ -26,7 +27,7 @@ class Tiny(torch.nn.Module):
         self.head.weight = self.embed.weight
 
 
-RULES = checkpoint_rules(Tiny(), label="model.pt", tied=(("embed.weight", "head.weight"),))
+RULES = checkpoint_rules(Tiny(), tied=(("embed.weight", "head.weight"),))
 
 
 def scoring_run(root: Path, run_as: str | None = None) -> ScoringRun:
@@ -51,8 +52,11 @@ def load(tmp_path: Path, write, **kwargs) -> dict:
 
 
 def invalid(tmp_path: Path, write, **kwargs) -> str:
+    """The message of an invalid verdict; it and its details never quote the file (HELDOUT marks planted text)."""
     with pytest.raises(Invalid) as error:
         load(tmp_path, write, **kwargs)
+    said = str(error.value) + json.dumps(error.value.details)
+    assert "HELDOUT" not in said
     return str(error.value)
 
 
@@ -92,7 +96,7 @@ def test_compressed_entries_are_refused_as_possible_decompression_bombs(tmp_path
 def test_the_loader_runs_under_a_memory_cap(tmp_path):
     """A cap too small for the loading process makes an invalid verdict, not an out-of-memory scorer."""
     message = invalid(tmp_path, lambda path: torch.save(Tiny().state_dict(), path), memory_limit=64 * 1024**2)
-    assert "loading model.pt failed" in message and "64 MiB" in message
+    assert "loading the checkpoint failed" in message and "64 MiB" in message
 
 
 def test_pickled_code_and_wrong_shapes_are_invalid_with_their_reason(tmp_path):
@@ -127,3 +131,62 @@ def test_the_agent_users_permissions_apply(tmp_path, second_user):
             load_untrusted_checkpoint(run, checkpoint, RULES, timeout=60)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ nothing of the file reaches the verdict
+def test_names_inside_the_weights_file_are_never_quoted(tmp_path):
+    """Issue 21: a scorer quoted the unexpected parameter names; the agent's code names a tensor after held-out
+    text (here HELDOUT...) and reads it back from the verdict."""
+    named = {**Tiny().state_dict(), "HELDOUT the held-out line one": torch.zeros(1)}
+    assert "parameter names differ" in invalid(tmp_path, lambda path: torch.save(named, path))
+    config = {"config": {"HELDOUT": "the held-out line two"}, "model": Tiny().state_dict()}
+    rules = {**RULES, "config": {"n_embd": 4}}
+    with pytest.raises(Invalid) as error:
+        load_untrusted_checkpoint(scoring_run(tmp_path), write_to(tmp_path, config), rules, timeout=60)
+    assert "config differs" in str(error.value) and "HELDOUT" not in str(error.value)
+
+
+def write_to(tmp_path: Path, obj) -> Path:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    torch.save(obj, tmp_path / "ws" / "model.pt")
+    return tmp_path / "ws" / "model.pt"
+
+
+def test_the_loaders_exception_text_is_never_quoted(tmp_path):
+    """A pickle naming a global the weights-only loader refuses: its error message names that global."""
+
+    def write(path: Path) -> None:
+        # protocol 2: GLOBAL 'HELDOUT_line_three held_out' then STOP; torch.load's unpickler refuses and names it
+        payload = b"\x80\x02cHELDOUT_line_three\nheld_out\n."
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr("archive/data.pkl", payload)
+            archive.writestr("archive/version", b"3\n")
+
+    assert "weights only" in invalid(tmp_path, write)
+
+
+FORGED_WORKER = """
+import json, sys
+from pathlib import Path
+print("HELDOUT the held-out line four " * 1000, file=sys.stderr)
+if sys.argv[3:] and Path(sys.argv[3]).is_dir() and "{mode}" == "report":
+    (Path(sys.argv[3]) / "report.json").write_text(json.dumps({{"valid": False, "message": "HELDOUT five",
+                                                                "refused": "HELDOUT six"}}))
+    sys.exit(0)
+sys.exit(123)
+"""
+
+
+@pytest.mark.parametrize("mode", ["report", "exit_status"])
+def test_what_the_agent_users_process_reports_is_never_quoted(tmp_path, monkeypatch, mode):
+    """The checking process is the agent user's: its report, its exit status (123 here) and its stderr are
+    untrusted. A forged worker stands in for one the agent's code has taken over."""
+    from rebench.sandbox_lib import checkpoints
+
+    forged = tmp_path / "forged_weights.py"
+    forged.write_text(FORGED_WORKER.format(mode=mode))
+    monkeypatch.setattr(checkpoints, "_WORKER", forged)
+    message = invalid(tmp_path, lambda path: torch.save(Tiny().state_dict(), path))
+    assert "123" not in message
+    expected = "the checkpoint is not acceptable" if mode == "report" else "loading the checkpoint failed"
+    assert message.startswith(expected)
