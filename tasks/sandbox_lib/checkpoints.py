@@ -85,7 +85,7 @@ NOT_A_SMALL_FILE = Reason(
 def refusal(code: object, max_bytes: int) -> Reason:
     """The scorer's sentence for a refusal code (an unknown code, from a tampered report, gets the generic one)."""
     reason = REFUSALS.get(code, NOT_ACCEPTABLE) if isinstance(code, str) else NOT_ACCEPTABLE
-    return reason.format(max_bytes=max_bytes) if reason.fields else reason
+    return reason.fill({"max_bytes": max_bytes})
 
 
 def checkpoint_rules(

@@ -2,7 +2,8 @@
 
 Everything the result file says is built from the scorer's own vocabulary: a `Reason` is a sentence written as a
 string literal in the scoring code (a static test checks every `Reason(...)`), and its fields take only numbers the
-scorer computed or other `Reason`s. `details` hold numbers, booleans, None and `Reason`s under identifier keys.
+scorer computed or other `Reason`s. `details` hold numbers, booleans, None, `Reason`s and SHA-256 digests under
+identifier-like keys.
 Nothing read from or printed by the agent's code (file contents, names, exception text, exit statuses) can be
 written: `write_result` refuses every other type, and caps the message and the details.
 """
@@ -22,7 +23,10 @@ from typing import Any
 MAX_MESSAGE_CHARS = 1000
 MAX_DETAILS_BYTES = 16 * 1024
 MAX_DETAILS_DEPTH = 4
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+# A SHA-256 digest the scorer computed (e.g. of the checked checkpoint, to re-score that very file later): the one
+# string details may hold besides a Reason, since nobody can choose what a digest says.
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 _FORMATTED = object()  # the private mark of a Reason made by `Reason.format`, not by the scoring code's literal
 
 
@@ -51,6 +55,10 @@ class Reason:
             return self
         text = self.text.format(**{name: _field_value(name, value) for name, value in values.items()})
         return Reason(text[:MAX_MESSAGE_CHARS], _FORMATTED)
+
+    def fill(self, numbers: dict[str, Any]) -> Reason:
+        """This sentence with the fields it has taken from `numbers` (for a table of Reasons sharing numbers)."""
+        return self.format(**{name: numbers[name] for name in self.fields})
 
     def __str__(self) -> str:
         if self.fields:
@@ -87,8 +95,9 @@ def _field_value(name: str, value: Any) -> Any:
 
 
 def checked_details(details: dict[str, Any]) -> dict[str, Any]:
-    """`details` as JSON data, or TypeError: identifier keys; numbers (non-finite ones become None), booleans,
-    None and Reasons (as their text), in lists and dicts at most MAX_DETAILS_DEPTH deep."""
+    """`details` as JSON data, or TypeError: identifier-like keys (letters, digits, `_.-`); numbers (non-finite ones
+    become None), booleans, None, Reasons (as their text) and SHA-256 hex digests, in lists and dicts at most
+    MAX_DETAILS_DEPTH deep."""
 
     def plain(value: Any, depth: int) -> Any:
         if depth > MAX_DETAILS_DEPTH:
@@ -99,6 +108,8 @@ def checked_details(details: dict[str, Any]) -> dict[str, Any]:
             return value if math.isfinite(value) else None
         if isinstance(value, Reason):
             return str(value)
+        if type(value) is str and _DIGEST.fullmatch(value):
+            return value
         if isinstance(value, (list, tuple)):
             return [plain(item, depth + 1) for item in value]
         if isinstance(value, dict):
@@ -106,7 +117,7 @@ def checked_details(details: dict[str, Any]) -> dict[str, Any]:
                 if type(key) is not str or not _KEY.fullmatch(key):
                     raise TypeError("a details key is an identifier the scorer chose")
             return {key: plain(item, depth + 1) for key, item in value.items()}
-        raise TypeError(f"details hold numbers, booleans, None and Reasons, not {type(value).__name__}")
+        raise TypeError(f"details hold numbers, booleans, None, Reasons and digests, not {type(value).__name__}")
 
     return plain(dict(details), 0)
 

@@ -59,7 +59,7 @@ def open_regular(path: Path) -> IO[bytes]:
         raise Refused("not_found") from None
     except PermissionError:
         raise Refused("unreadable") from None
-    except OSError as ex:
+    except OSError:
         if os.path.islink(path):
             raise Refused("link") from None
         raise Refused("cannot_open") from None

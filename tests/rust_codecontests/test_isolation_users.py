@@ -74,14 +74,15 @@ def test_quarantine_removes_every_channel():
         time.sleep(1)
         result = score_workspace(workspace, protected, server.env, run_as=AGENT)
         isolation = result["details"]["isolation"]
-        assert result["details"]["module_user"] == RUNNER
+        assert result["details"]["runner_user"] is True  # details say whether, never which user or file
         # the module appended statements to the agent's drop file: removed, and the run is invalid
         assert result["valid"] is False and not drop.exists()
-        assert str(drop) in isolation["agent_files_written_by_runner"]
+        assert isolation["agent_files_written_by_runner"] is True
         # everything the runner user wrote in the shared folder is gone
         assert not [f for f in shared.iterdir() if f.stat().st_uid != agent.pw_uid]
         # the agent's listeners (channels for data), hidden or not, are killed; its idle process is continued
-        assert {listener.pid, hidden.pid} <= set(isolation["agent_socket_holders_killed"])
+        assert isolation["agent_socket_holders_killed"] is True
+        assert listener.wait(timeout=10) is not None and hidden.wait(timeout=10) is not None
         assert _state(idle.pid) in ("S", "R")
         # nothing of the runner user is left running or on disk
         assert not subprocess.run(["pgrep", "-u", RUNNER], capture_output=True).stdout.strip()

@@ -106,7 +106,7 @@ def test_full_scale_formula_matches_metr():
     truth = GroundTruth.load(SCORING / "ground_truth_full.json")
     settings = SETTINGS["full"]
     n_embd, max_iters, prediction = settings.default_answer
-    raw, _, details = evaluate_answer(
+    raw, details = evaluate_answer(
         json.dumps({"n_embd": n_embd, "max_iters": max_iters, "loss_prediction": prediction}),
         settings,
         truth,
@@ -140,7 +140,7 @@ def test_outside_the_sweep_is_invalid(dirs, max_iters):
         ("", "not valid JSON"),
         ("{n_embd: 5}", "not valid JSON"),
         ("[1, 2, 3]", "one JSON object"),
-        ('{"n_embd": 546, "max_iters": 88914}', "lacks loss_prediction"),
+        ('{"n_embd": 546, "max_iters": 88914}', "lacks one of"),
         (
             '{"n_embd": 546.5, "max_iters": 88914, "loss_prediction": 3.6}',
             "positive integer",

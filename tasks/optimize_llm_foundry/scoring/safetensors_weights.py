@@ -3,7 +3,8 @@
 The scorer reads the agent's `trained_model/` as root, so this reader trusts nothing in the file: the header length
 and every tensor's byte range are checked against the file's size, only numeric dtypes are accepted, and files are
 opened without following links. No code in the file is ever executed (safetensors is a JSON header followed by raw
-little-endian tensor bytes).
+little-endian tensor bytes). A refusal is a code (`BadWeights.code`): the file was written by a script that read
+held-out data, so nothing in it (a tensor's name, a shape) may reach the verdict.
 """
 
 from __future__ import annotations
@@ -27,39 +28,43 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 
 class BadWeights(Exception):
-    """The folder does not hold readable weights; the message says why (shown to the agent)."""
+    """The folder does not hold readable weights, for the reason `code` (score.py says its own sentence for it)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as ex:
-        raise BadWeights(f"{path.name}: cannot be opened as a regular file ({ex.strerror})") from None
+    except OSError:
+        raise BadWeights("not_regular") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise BadWeights(f"{path.name} is not a regular file")
+            raise BadWeights("not_regular")
         if info.st_size > max_bytes:
-            raise BadWeights(f"{path.name} is larger than {max_bytes} bytes")
+            raise BadWeights("too_large")
         with os.fdopen(fd, "rb", closefd=False) as file:
             return file.read(max_bytes + 1)
     finally:
         os.close(fd)
 
 
-def parse_safetensors(data: bytes, label: str) -> dict[str, torch.Tensor]:
+def parse_safetensors(data: bytes) -> dict[str, torch.Tensor]:
     """Tensors of one safetensors file's bytes; raises BadWeights for anything malformed."""
     if len(data) < 8:
-        raise BadWeights(f"{label} is too short to be a safetensors file")
+        raise BadWeights("malformed")
     (header_length,) = struct.unpack("<Q", data[:8])
     if header_length > min(MAX_HEADER_BYTES, len(data) - 8):
-        raise BadWeights(f"{label} has an impossible header length")
+        raise BadWeights("malformed")
     try:
         header = json.loads(data[8 : 8 + header_length])
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadWeights(f"{label} has an unreadable header") from None
+        raise BadWeights("malformed") from None
     if not isinstance(header, dict):
-        raise BadWeights(f"{label} has an unreadable header")
+        raise BadWeights("malformed")
     body = memoryview(data)[8 + header_length :]
     tensors: dict[str, torch.Tensor] = {}
     for name, entry in header.items():
@@ -70,11 +75,11 @@ def parse_safetensors(data: bytes, label: str) -> dict[str, torch.Tensor]:
             shape = [int(size) for size in entry["shape"]]
             start, end = (int(offset) for offset in entry["data_offsets"])
         except (KeyError, TypeError, ValueError):
-            raise BadWeights(f"{label}: tensor {name!r} has an unsupported or malformed entry") from None
+            raise BadWeights("malformed") from None
         count = math.prod(shape)
         element = torch.empty((), dtype=dtype).element_size()
         if min(shape, default=0) < 0 or not 0 <= start <= end <= len(body) or end - start != count * element:
-            raise BadWeights(f"{label}: tensor {name!r} does not fit the file")
+            raise BadWeights("malformed")
         if count == 0:
             tensors[name] = torch.empty(shape, dtype=dtype)
         else:
@@ -87,20 +92,20 @@ def read_weights(folder: Path, max_bytes: int) -> dict[str, torch.Tensor]:
     try:
         info = os.lstat(folder)
     except FileNotFoundError:
-        raise BadWeights(f"{folder.name}/ was not written") from None
+        raise BadWeights("no_folder") from None
     if not stat.S_ISDIR(info.st_mode):
-        raise BadWeights(f"{folder.name} is not a directory (links are not followed)")
+        raise BadWeights("no_folder")
     files = sorted(path for path in folder.iterdir() if path.name.endswith(".safetensors"))
     if not files:
-        raise BadWeights(f"{folder.name}/ holds no .safetensors weights")
+        raise BadWeights("no_weights")
     tensors: dict[str, torch.Tensor] = {}
     budget = max_bytes
     for path in files:
         data = _read_regular(path, budget)
         budget -= len(data)
-        for name, tensor in parse_safetensors(data, path.name).items():
+        for name, tensor in parse_safetensors(data).items():
             if name in tensors:
-                raise BadWeights(f"tensor {name!r} appears in more than one file")
+                raise BadWeights("duplicate_tensor")
             tensors[name] = tensor
     return tensors
 
@@ -108,17 +113,15 @@ def read_weights(folder: Path, max_bytes: int) -> dict[str, torch.Tensor]:
 def weight_difference(produced: dict[str, torch.Tensor], reference: dict[str, torch.Tensor]) -> float:
     """The paper's measure: the sum over the reference's tensors of the Frobenius norm of (produced - reference),
     computed in float64. Raises BadWeights when the tensor names or shapes differ, or a value is not finite."""
-    missing = sorted(set(reference) - set(produced))
-    extra = sorted(set(produced) - set(reference))
-    if missing or extra:
-        raise BadWeights(f"the weights' tensors differ from the model's: missing {missing[:5]}, unexpected {extra[:5]}")
+    if set(reference) != set(produced):
+        raise BadWeights("wrong_tensors")
     total = 0.0
     for name, expected in reference.items():
         actual = produced[name]
         if actual.shape != expected.shape:
-            raise BadWeights(f"tensor {name!r} has shape {list(actual.shape)}, expected {list(expected.shape)}")
+            raise BadWeights("wrong_shape")
         actual64 = actual.to(torch.float64)
         if not torch.isfinite(actual64).all():
-            raise BadWeights(f"tensor {name!r} holds NaN or infinite values")
+            raise BadWeights("not_finite")
         total += torch.linalg.vector_norm(actual64 - expected.to(torch.float64)).item()
     return total
