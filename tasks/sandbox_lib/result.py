@@ -68,12 +68,6 @@ class Reason:
     def __repr__(self) -> str:
         return f"Reason({self.text!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Reason) and (self.text, self.fields) == (other.text, other.fields)
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
 
 def _template_fields(template: str) -> frozenset[str]:
     fields = set()

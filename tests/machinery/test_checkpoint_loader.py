@@ -5,6 +5,7 @@ import io
 import json
 import os
 import shutil
+import struct
 import tempfile
 import time
 import zipfile
@@ -153,16 +154,21 @@ def write_to(tmp_path: Path, obj) -> Path:
 
 
 def test_the_loaders_exception_text_is_never_quoted(tmp_path):
-    """A pickle naming a global the weights-only loader refuses: its error message names that global."""
+    """A pickle pointing at a storage the archive lacks: torch.load's error names it (agent-chosen text)."""
 
     def write(path: Path) -> None:
-        # protocol 2: GLOBAL 'HELDOUT_line_three held_out' then STOP; torch.load's unpickler refuses and names it
-        payload = b"\x80\x02cHELDOUT_line_three\nheld_out\n."
+        buffer = io.BytesIO()
+        torch.save(Tiny().state_dict(), buffer)
+        original = zipfile.ZipFile(buffer)
+        key = b"HELDOUT_row_17"
         with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
-            archive.writestr("archive/data.pkl", payload)
-            archive.writestr("archive/version", b"3\n")
+            for name in original.namelist():
+                data = original.read(name)
+                if name.endswith("data.pkl"):  # the first storage key, '0', renamed
+                    data = data.replace(b"X\x01\x00\x00\x000", b"X" + struct.pack("<I", len(key)) + key, 1)
+                archive.writestr(name, data)
 
-    assert "weights only" in invalid(tmp_path, write)
+    assert "corrupted" in invalid(tmp_path, write)
 
 
 FORGED_WORKER = """

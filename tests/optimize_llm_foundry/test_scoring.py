@@ -229,7 +229,7 @@ def test_start_and_reference(smoke, tmp_path):
     shutil.copytree(ENVIRONMENT.reference_dir / "solution", reference_workspace / "solution", dirs_exist_ok=True)
     reference = score(reference_workspace)
     assert reference["valid"], reference["message"]
-    assert reference["details"]["reference"] == "cached"
+    assert reference["details"]["reference_cached"] is True
     assert reference["details"]["weight_difference"] == pytest.approx(0.0, abs=0.05)
     assert reference["raw"] < 0.8 * start["raw"], (reference["raw"], start["raw"])
 

@@ -37,7 +37,13 @@ def test_start_is_valid_and_records_ops(scoring_dirs):
     result = score_workspace(workspace, protected)
     assert result["valid"], result
     assert result["raw"] == pytest.approx(ENVIRONMENT.anchors["smoke"].start, abs=0.3)
-    assert result["details"]["operators"] >= 4  # embedding, linear, relu, view: counted, never named
+    ops = result["details"]["ops_seen"]  # allow-listed names only: the scorer's vocabulary
+    assert set(ops) == {
+        "aten.embedding.default",
+        "aten.linear.default",
+        "aten.relu.default",
+        "aten.view.default",
+    }
     assert str(round(result["raw"], 2)) not in result["message"]
 
 
@@ -48,7 +54,7 @@ def test_reference_is_valid_and_clearly_better(scoring_dirs, reference_solution)
     assert result["valid"], result
     assert result["raw"] == pytest.approx(ENVIRONMENT.anchors["smoke"].reference, abs=0.2)
     assert result["raw"] < ENVIRONMENT.anchors["smoke"].start - 0.4
-
+    assert "aten.as_strided.default" in result["details"]["ops_seen"]
 
 
 @pytest.mark.parametrize(

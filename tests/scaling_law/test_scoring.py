@@ -157,6 +157,11 @@ def test_outside_the_sweep_is_invalid(dirs, max_iters):
             '{"n_embd": "546", "max_iters": 88914, "loss_prediction": 3.6}',
             "positive integer",
         ),
+        # Issue 21: the scorer quoted the value back ("got ..."); any text of the answer's is never quoted.
+        (
+            '{"n_embd": "HELDOUT text", "max_iters": 88914, "loss_prediction": 3.6}',
+            "positive integer",
+        ),
         ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": NaN}', "finite"),
         ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": Infinity}', "finite"),
         ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": -1}', "between"),
@@ -172,6 +177,7 @@ def test_malformed_answers_are_invalid(dirs, text, complaint):
     result = score_answer(workspace, protected, text, scale="full")
     assert not result["valid"] and result["raw"] is None
     assert complaint in result["message"], result["message"]
+    assert "HELDOUT" not in result["message"] and (not text or text[:20] not in result["message"])
 
 
 def test_missing_linked_and_oversized_answers(dirs, tmp_path):

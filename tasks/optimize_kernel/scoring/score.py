@@ -103,6 +103,10 @@ TOO_FAST = Reason("{label} finished faster than physically possible for this inp
 EVENTS_EXCEED_CLOCK = Reason("CUDA event timing exceeds the scorer's wall clock in {label}")
 NO_WORKSPACE = Reason("the workspace directory does not exist")
 NO_SOLUTION = Reason("solution.py not found in the workspace")
+CPU_NOTE = Reason(
+    "CPU run (TRITON_INTERPRET=1 at smoke scale) on a small input; these timings only check the pipeline and are not "
+    "comparable with GPU times"
+)
 CORRECT = Reason("{trials} timed calls of prefix_sum on fresh inputs were correct")
 CANNOT_READ_MEMORY = Reason(
     "the scorer cannot read its worker's memory; it needs a kernel that lets a process read its child's memory "
@@ -528,6 +532,8 @@ def score(run: ScoringRun) -> Scored:
         warmups=settings["warmups"],
         min_ms=settings["min_ms"],
     )
+    if settings["device"] == "cpu":
+        details["note"] = CPU_NOTE
     if not run.workspace.is_dir():
         raise Invalid(NO_WORKSPACE)
     if not (run.workspace / "solution.py").is_file():

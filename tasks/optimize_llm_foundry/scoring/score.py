@@ -191,7 +191,7 @@ def reference_weights(run: ScoringRun, data: Path, model: Path, user: str | None
     """The cached reference for this held-out file, trained first by the original finetune.sh when missing."""
     cache = run.protected / "cache" / f"reference-{reference_key(run, data)}"
     if (cache / "model.safetensors").is_file():
-        return cache, {"reference": "cached"}
+        return cache, {"reference_cached": True}
     run_dir = run.work / "reference"
     run_dir.mkdir(mode=0o755)
     lay_out_run(run_dir, data, model)
@@ -216,7 +216,7 @@ def reference_weights(run: ScoringRun, data: Path, model: Path, user: str | None
     if not (staging / "model.safetensors").is_file():
         raise InfrastructureError(REFERENCE_WROTE_NOTHING)
     staging.rename(cache)
-    return cache, {"reference": "trained now", "reference_seconds": round(seconds, 2)}
+    return cache, {"reference_cached": False, "reference_seconds": round(seconds, 2)}
 
 
 def candidate_solution(run: ScoringRun, run_dir: Path, user: str | None, limits: dict) -> Path:

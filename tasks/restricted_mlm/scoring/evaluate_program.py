@@ -83,7 +83,8 @@ def main(argv: list[str]) -> int:
             "ok": True,
             "loss": loss,
             "on_gpu": device.type == "cuda",
-            "operators": sum(program.ops_seen.values()),
+            # Only allow-listed names reach here (parse_program refuses the rest): the scorer's vocabulary.
+            "ops_seen": program.ops_seen,
             "eval_seconds": round(time.time() - started, 2),
         }
     except Refused as error:

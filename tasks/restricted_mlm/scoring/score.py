@@ -169,7 +169,7 @@ def evaluate(run: ScoringRun, program: Path) -> float:
     outcome = json.loads(result_path.read_text())
     if not outcome.get("ok"):
         raise Invalid(EVALUATION_REFUSALS.get(outcome.get("refused"), EVALUATION_FAILED))
-    run.details.update({key: outcome[key] for key in ("on_gpu", "operators", "eval_seconds", "loss")})
+    run.details.update({key: outcome[key] for key in ("on_gpu", "ops_seen", "eval_seconds", "loss")})
     return float(outcome["loss"])
 
 
