@@ -97,7 +97,12 @@ def table_keys(path: Path, table: str) -> set[str]:
             "optimize_llm_foundry/scoring/score.py",
             "BAD_WEIGHTS",
         ),
-        ("restricted_mlm/scoring/evaluate_program.py", "Refused", "restricted_mlm/scoring/score.py", "EVALUATION_REFUSALS"),
+        (
+            "restricted_mlm/scoring/evaluate_program.py",
+            "Refused",
+            "restricted_mlm/scoring/score.py",
+            "EVALUATION_REFUSALS",
+        ),
         ("scaling_law/scoring/answer_rules.py", "InvalidAnswer", "scaling_law/scoring/score.py", "REFUSALS"),
         ("scaling_law/scoring/score.py", "InvalidAnswer", "scaling_law/scoring/score.py", "REFUSALS"),
     ],

@@ -651,12 +651,8 @@ def test_run_as_unprivileged_user(tmp_path, throwaway_user):
     import pwd
 
     notes = notes_dir(tmp_path)
-    workspace = make_workspace(
-        tmp_path,
-        IDENTITY.replace('os.environ.get("PROTECTED_PROBE", "/nonexistent")', repr(str(tmp_path / "protected"))).replace(
-            "NOTES_DIR", str(notes)
-        ),
-    )
+    probe = IDENTITY.replace('os.environ.get("PROTECTED_PROBE", "/nonexistent")', repr(str(tmp_path / "protected")))
+    workspace = make_workspace(tmp_path, probe.replace("NOTES_DIR", str(notes)))
     os.chmod(tmp_path, 0o755)
     result = score_workspace(workspace, tmp_path / "protected", run_as=throwaway_user)
     assert result["valid"], result["message"]
