@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from rebench.fix_embedding.task import ENVIRONMENT
-from rebench_inspect.staging import prepare_command, scoring_command, stage_files
+from rebench_inspect.staging import prepare_command, scoring_command, stage_tree
 
 TASK = ENVIRONMENT.folder
 
@@ -31,7 +31,7 @@ def run(cmd: list[str], **kwargs) -> float:
 
 
 def score(workspace: Path, protected: Path) -> tuple[float, dict]:
-    scoring = stage_files(ENVIRONMENT, "scoring", protected / "scoring")
+    scoring = stage_tree(ENVIRONMENT, protected / "scoring")
     result = protected / "result.json"
     command = scoring_command(ENVIRONMENT, "smoke", python=sys.executable, scoring_dir=scoring, workspace=workspace,
                               protected=protected, result=result)
@@ -47,7 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env = {**os.environ, "REBENCH_CACHE_DIR": str(root / "cache")}
-        staged = stage_files(ENVIRONMENT, "prepare", root / "prepare")
+        staged = stage_tree(ENVIRONMENT, root / "prepare")
 
         def prepare(name: str) -> list[str]:
             return prepare_command("smoke", python=sys.executable, prepare_dir=staged, workspace=root / f"ws{name}",
@@ -59,7 +59,7 @@ def main() -> None:
         report["score_start_s"], result = score(root / "ws", root / "p")
         report["start_loss"] = result["raw"]
         if args.reference:
-            for item in [*(TASK / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
+            for item in [*(TASK / "agent" / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
                 if item.is_file():
                     shutil.copy2(item, root / "ws" / item.name)
             report["reference_solve_s"] = run(["bash", "solve.sh"], cwd=root / "ws",

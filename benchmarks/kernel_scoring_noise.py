@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from rebench.optimize_kernel.task import ENVIRONMENT
-from rebench_inspect.staging import scoring_command, stage_files
+from rebench_inspect.staging import scoring_command, stage_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "tasks" / "optimize_kernel"
@@ -31,7 +31,7 @@ TASK = ROOT / "tasks" / "optimize_kernel"
 
 def stage(protected: Path) -> Path:
     """The scoring program staged as the host stages it (rebench_inspect.staging); returns score.py."""
-    return stage_files(ENVIRONMENT, "scoring", protected / "scoring") / "score.py"
+    return stage_tree(ENVIRONMENT, protected / "scoring") / "score.py"
 
 
 def score_once(solution: Path, scale: str) -> tuple[dict, float]:
@@ -77,7 +77,7 @@ def prefix_sum(x):
 
 def timed_call_overhead(scale: str, calls: int) -> list[float]:
     """Wall times (ms) of `calls` timed calls of a no-op solution, with the scorer's own Worker and call()."""
-    sys.path[:0] = [str(TASK / "scoring"), str(ROOT / "tasks")]
+    sys.path[:0] = [str(TASK / "sandbox"), str(ROOT / "tasks")]
     import kernel_common as kc
     import numpy as np
     import score
@@ -103,7 +103,7 @@ def timed_call_overhead(scale: str, calls: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solution", type=Path, default=TASK / "workspace" / "solution.py")
+    parser.add_argument("--solution", type=Path, default=TASK / "agent" / "workspace" / "solution.py")
     parser.add_argument("-n", type=int, default=10, help="number of scoring runs (default 10)")
     parser.add_argument("--scale", choices=["smoke", "full"], default="smoke")
     parser.add_argument("--overhead", action="store_true", help="time timed calls of a no-op solution instead")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_files
+from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_tree
 
 
 def timed(command: list[str], **kwargs) -> float:
@@ -46,7 +46,7 @@ def main() -> None:
         env = {**os.environ, "REBENCH_CACHE_DIR": str(root / "cache")}
         workspace = copy_workspace(ENVIRONMENT, root / "start", "smoke")
         protected = root / "protected"
-        prepare_dir = stage_files(ENVIRONMENT, "prepare", root / "prepare")
+        prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
         command = prepare_command(
             "smoke",
             python=sys.executable,
@@ -59,7 +59,7 @@ def main() -> None:
         reference = root / "reference"
         shutil.copytree(workspace, reference, symlinks=True)
         shutil.copytree(ENVIRONMENT.reference_dir / "solution", reference / "solution", dirs_exist_ok=True)
-        scoring_dir = stage_files(ENVIRONMENT, "scoring", root / "scoring")
+        scoring_dir = stage_tree(ENVIRONMENT, root / "scoring")
         for name, candidate in (("start", workspace), ("reference", reference)):
             runs = []
             for _ in range(args.runs):

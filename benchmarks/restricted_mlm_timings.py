@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from rebench.restricted_mlm.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace, scoring_command, stage_files
+from rebench_inspect.staging import copy_workspace, scoring_command, stage_tree
 
 
 def run(cmd: list[str], **kwargs) -> float:
@@ -32,7 +32,7 @@ def run(cmd: list[str], **kwargs) -> float:
 
 def score(workspace: Path, protected: Path) -> tuple[float, dict]:
     shutil.rmtree(protected / "scoring", ignore_errors=True)
-    stage_files(ENVIRONMENT, "scoring", protected / "scoring")
+    stage_tree(ENVIRONMENT, protected / "scoring")
     result = protected / "result.json"
     seconds = run(
         scoring_command(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "tasks" / "rust_codecontests"
-sys.path.insert(0, str(TASK / "scoring"))
+sys.path.insert(0, str(TASK / "sandbox"))
 sys.path.insert(0, str(ROOT))
 
 import rust_evaluator  # noqa: E402
@@ -34,7 +34,7 @@ from rebench_inspect.smoke_models import NEAR_MISSES, SOLUTIONS  # noqa: E402
 
 
 def per_problem() -> list[dict]:
-    problems = json.loads((TASK / "data" / "smoke_problems.json").read_text())
+    problems = json.loads((TASK / "sandbox" / "smoke_problems.json").read_text())
     rows = []
     for problem in problems:
         source = SOLUTIONS.get(problem["title"]) or NEAR_MISSES[problem["title"]]

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rebench.scaling_law.task import ENVIRONMENT
-from rebench_inspect.staging import scoring_command, stage_files
+from rebench_inspect.staging import scoring_command, stage_tree
 
 
 def timed(cmd: list[str], **kwargs) -> tuple[float, subprocess.CompletedProcess]:
@@ -56,8 +56,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         workspace, protected = root / "workspace", root / "protected"
-        prepare_dir = stage_files(ENVIRONMENT, "prepare", root / "prepare")
-        scoring = stage_files(ENVIRONMENT, "scoring", protected / "scoring")
+        prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
+        scoring = stage_tree(ENVIRONMENT, protected / "scoring")
         report["prepare_s"], _ = timed(
             [
                 sys.executable,

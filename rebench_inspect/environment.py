@@ -9,10 +9,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Scale = Literal["smoke", "full"]
 SCALES: tuple[Scale, ...] = ("smoke", "full")
+# The environment folders an agent copy may come from (`EnvironmentSpec.agent_copies`).
+AGENT_COPY_SOURCES = ("sandbox", "agent")
 
 
 class Transform(str, Enum):
@@ -52,7 +54,9 @@ class Resources(BaseModel):
 
 
 class EnvironmentSpec(BaseModel):
-    """One RE-Bench environment (spec §2)."""
+    """One RE-Bench environment (spec §2). Its folder is laid out by where code runs: the host part at the root
+    (`task.py`, services), `sandbox/` (root-only in the sandbox: scoring, preparation, their data), `agent/workspace/`
+    (the starting workspace), `reference/` (never staged), `tools/` (maintenance scripts run by developers)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -73,27 +77,37 @@ class EnvironmentSpec(BaseModel):
     )
     sandbox_libraries: tuple[str, ...] = Field(
         default=("sandbox_lib",),
-        description="folders of the rebench package staged beside score.py / prepare.py in the sandbox",
+        description="folders of the rebench package staged beside the environment's sandbox/ in the sandbox",
     )
-    workspace_extras: dict[str, str] = Field(
+    agent_copies: dict[str, str] = Field(
         default_factory=dict,
-        description="workspace path → file of the environment folder also given to the agent at setup (e.g. a copy "
-        "of the evaluator for local validation; the scorer never uses the agent's copy); `{scale}` in the file's path "
-        "names the scale's variant",
+        description="workspace path → file under the environment's sandbox/ or agent/ also given to the agent at "
+        "setup (e.g. a copy of the evaluator for local validation; the scorer never uses the agent's copy); `{scale}` "
+        "in the file's path names the scale's variant",
     )
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
     )
     local_check: str | None = Field(
         default=None,
-        description="a script of the environment folder, run with the host's Python, that exits non-zero and says "
-        "what is missing and how to install it when this machine cannot run the environment on the local sandbox "
-        "(software the images carry but a plain `pip install rebench` does not)",
+        description="a script of the environment folder (e.g. `sandbox/stack.py`), run with the host's Python, that "
+        "exits non-zero and says what is missing and how to install it when this machine cannot run the environment "
+        "on the local sandbox (software the images carry but a plain `pip install rebench` does not)",
     )
 
     location: Path | None = Field(
         default=None, description="the environment's folder; default: <name>/ inside the installed rebench package"
     )
+
+    @field_validator("agent_copies")
+    @classmethod
+    def _copies_come_from_sandbox_or_agent(cls, copies: dict[str, str]) -> dict[str, str]:
+        # One home per file: what the agent also gets lives with the scorer (sandbox/) or with the agent (agent/),
+        # never in the host part, the reference or the maintenance tools.
+        outside = sorted(source for source in copies.values() if source.split("/")[0] not in AGENT_COPY_SOURCES)
+        if outside:
+            raise ValueError(f"agent_copies must come from sandbox/ or agent/, not {', '.join(outside)}")
+        return copies
 
     @property
     def folder(self) -> Path:
@@ -105,11 +119,13 @@ class EnvironmentSpec(BaseModel):
 
     @property
     def workspace_dir(self) -> Path:
-        return self.folder / "workspace"
+        """The starting workspace, copied into the agent's workspace at setup."""
+        return self.folder / "agent" / "workspace"
 
     @property
-    def scoring_dir(self) -> Path:
-        return self.folder / "scoring"
+    def sandbox_dir(self) -> Path:
+        """What runs in the sandbox as root (scoring program, preparation, the data they read): staged wholesale."""
+        return self.folder / "sandbox"
 
     @property
     def reference_dir(self) -> Path:
@@ -117,5 +133,5 @@ class EnvironmentSpec(BaseModel):
 
     @property
     def prepare_script(self) -> Path | None:
-        path = self.folder / "prepare.py"
+        path = self.sandbox_dir / "prepare.py"
         return path if path.exists() else None

@@ -6,10 +6,10 @@ thin image per environment on top (its requirements, and its prepared assets in 
 - The base's parent is a build argument: the CUDA runtime for `full`; for `smoke`, a Debian made with debootstrap and
   `docker import` (`rebench/debian:bookworm`), so a smoke build needs Debian's and PyPI's mirrors only.
 - During a build this module serves a few files on loopback (`BUILD_FILES`): the host's CA bundle (pip and curl
-  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke), and the staged `prepare.py` with its
-  libraries; a host toolchain if an environment's Dockerfile asks for one. Builds use the host network
-  (`--network host`) to reach it; `rebench-build-run` (in the base) fetches them into a temporary folder for one
-  RUN, so no layer keeps the CA or the preparation code.
+  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke), and the staged tree (the
+  environment's `sandbox/`, where `prepare.py` lives, with its libraries); a host toolchain if an environment's
+  Dockerfile asks for one. Builds use the host network (`--network host`) to reach it; `rebench-build-run` (in the
+  base) fetches them into a temporary folder for one RUN, so no layer keeps the CA or the preparation code.
 """
 
 import contextlib
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .environment import EnvironmentSpec, Scale
 from .sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
-from .staging import staged_files
+from .staging import staged_tree
 
 CUDA_PARENT = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
 SMOKE_PARENT = "rebench/debian:bookworm"
@@ -94,9 +94,9 @@ def _rust_toolchain_archive(destination: Path) -> None:
 
 
 def _prepare_archive(environment: EnvironmentSpec) -> bytes | None:
-    files = staged_files(environment, "prepare")
-    if not files:
+    if environment.prepare_script is None:
         return None
+    files = staged_tree(environment)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for relative, source in sorted(files.items()):

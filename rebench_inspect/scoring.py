@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 from .environment import EnvironmentSpec, Scale
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from .staging import scoring_command, staged_files
+from .staging import scoring_command, staged_tree
 from .state import rebench_state
 from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
 
@@ -77,11 +77,11 @@ async def open_services(
         yield environment
 
 
-async def stage_in_sandbox(environment: EnvironmentSpec, purpose: str, destination: str) -> None:
-    """Replace `destination` with a fresh copy of the staged files, writable and readable by root only."""
+async def stage_in_sandbox(environment: EnvironmentSpec, destination: str) -> None:
+    """Replace `destination` with a fresh copy of the staged tree, writable and readable by root only."""
     box = sandbox()
     await checked_exec(["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'])
-    for relative, source in staged_files(environment, purpose).items():  # type: ignore[arg-type]
+    for relative, source in staged_tree(environment).items():
         await box.write_file(f"{destination}/{relative}", source.read_bytes())
 
 
@@ -100,7 +100,7 @@ async def run_scoring_program(
     services: Sequence[SandboxService] = (),
 ) -> ScoringProgramResult:
     """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure."""
-    await stage_in_sandbox(environment, "scoring", layout.scoring_dir)
+    await stage_in_sandbox(environment, layout.scoring_dir)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
     await checked_exec(["mkdir", "-p", f"{layout.protected}/results"])
     command = scoring_command(

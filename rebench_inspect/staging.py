@@ -2,11 +2,9 @@
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
 
 from .environment import EnvironmentSpec, Scale
 
-StagePurpose = Literal["scoring", "prepare"]
 _SKIPPED_PARTS = {"__pycache__"}
 
 
@@ -18,15 +16,10 @@ def _tree(root: Path, prefix: str) -> dict[str, Path]:
     }
 
 
-def staged_files(environment: EnvironmentSpec, purpose: StagePurpose) -> dict[str, Path]:
-    """Relative destination path → source file, for the scoring program or the preparation script."""
-    staged = _tree(environment.scoring_dir, "")
-    if purpose == "prepare":
-        # Preparation shares the scoring program's helpers (prompt formats, tokenizers), staged beside it.
-        script = environment.prepare_script
-        if script is None:
-            return {}
-        staged["prepare.py"] = script
+def staged_tree(environment: EnvironmentSpec) -> dict[str, Path]:
+    """Relative destination path → source file: the environment's `sandbox/` and its declared libraries, wholesale,
+    the same tree for the scoring program and for preparation."""
+    staged = _tree(environment.sandbox_dir, "")
     package_root = Path(str(files("rebench")))
     for library in environment.sandbox_libraries:
         staged.update(_tree(package_root / library, f"{library}/"))
@@ -41,19 +34,19 @@ def _copy(files: dict[str, Path], destination: Path) -> Path:
     return destination
 
 
-def stage_files(environment: EnvironmentSpec, purpose: StagePurpose, destination: Path) -> Path:
-    """Copy the staged files into a host directory (the CLI and tests); returns the destination."""
-    return _copy(staged_files(environment, purpose), destination)
+def stage_tree(environment: EnvironmentSpec, destination: Path) -> Path:
+    """Copy the staged tree into a host directory (the CLI and tests); returns the destination."""
+    return _copy(staged_tree(environment), destination)
 
 
 def workspace_files(environment: EnvironmentSpec, scale: Scale = "full") -> dict[str, Path]:
-    """The starting workspace at `scale`: relative path → source file (the workspace folder plus the declared
-    extras, whose `{scale}` placeholder names the scale's variant of a file)."""
+    """The starting workspace at `scale`: relative path → source file (`agent/workspace/` plus the declared agent
+    copies, whose `{scale}` placeholder names the scale's variant of a file)."""
     files = _tree(environment.workspace_dir, "") if environment.workspace_dir.exists() else {}
     files.update(
         {
             relative: environment.folder / source.replace("{scale}", scale)
-            for relative, source in environment.workspace_extras.items()
+            for relative, source in environment.agent_copies.items()
         }
     )
     return files
@@ -111,7 +104,8 @@ def prepare_command(
     protected: str | Path,
     setup: bool,
 ) -> list[str]:
-    """`prepare.py`'s command line. `setup`: task setup, where full-scale assets must come from the image."""
+    """`prepare.py`'s command line (`prepare_dir` holds the staged tree). `setup`: task setup, where full-scale
+    assets must come from the image."""
     command = [
         python,
         f"{prepare_dir}/prepare.py",

@@ -163,7 +163,7 @@ async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
         transcript().info(f"Preparing {environment.name} at {scale} scale (models and data; cached after a first run)…")
         started = time.monotonic()
-        await stage_in_sandbox(environment, "prepare", layout.prepare_dir)
+        await stage_in_sandbox(environment, layout.prepare_dir)
         await checked_exec(
             prepare_command(
                 scale,

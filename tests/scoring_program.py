@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rebench_inspect.environment import EnvironmentSpec
-from rebench_inspect.staging import scoring_command, stage_files
+from rebench_inspect.staging import scoring_command, stage_tree
 
 RESULT_KEYS = {"valid", "raw", "message", "details"}
 
@@ -19,7 +19,7 @@ def stage_scoring_program(environment: EnvironmentSpec, protected: Path) -> Path
     """Fresh copy of the scoring program in `<protected>/scoring` (mode 700, as in the sandbox); returns score.py."""
     scoring = protected / "scoring"
     shutil.rmtree(scoring, ignore_errors=True)
-    stage_files(environment, "scoring", scoring)
+    stage_tree(environment, scoring)
     os.chmod(protected, 0o700)
     os.chmod(scoring, 0o700)
     return scoring / "score.py"

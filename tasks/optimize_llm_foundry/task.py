@@ -11,7 +11,7 @@ from rebench_inspect.environment_task import CommonParameters, environment_task
 from rebench_inspect.task import build_task
 
 HERE = Path(__file__).resolve().parent
-ORIGINAL_SOLUTION = "scoring/original_solution"
+ORIGINAL_SOLUTION = "sandbox/original_solution"
 
 # The agent's solution/ is the original one the scorer trains its reference with (one copy in the repository);
 # finetune.yaml is the scale's variant.
@@ -60,13 +60,13 @@ ENVIRONMENT = EnvironmentSpec(
     scoring_timeout_s={"smoke": 1020, "full": 2100},
     setup_timeout_s={"smoke": 1500, "full": 3600},
     instruction_fields=INSTRUCTION_FIELDS,
-    workspace_extras={
+    agent_copies={
         **SOLUTION_FILES,
         "solution/finetune.yaml": f"{ORIGINAL_SOLUTION}/finetune.{{scale}}.yaml",
-        "env.sh": "scoring/env.sh",
+        "env.sh": "sandbox/env.sh",
     },
     workspace_ignore=("__pycache__", "*.pyc"),
-    local_check="scoring/stack.py",
+    local_check="sandbox/stack.py",
 )
 
 

@@ -62,9 +62,9 @@ ENVIRONMENT = EnvironmentSpec(
     instruction_fields=INSTRUCTION_FIELDS,
     sandbox_libraries=("sandbox_lib", "lm_common"),
     # The scorer's own exporter and checker, for check_model.py (the scorer never uses these copies).
-    workspace_extras={
-        "rules/export_model.py": "scoring/export_model.py",
-        "rules/graph_program.py": "scoring/graph_program.py",
+    agent_copies={
+        "rules/export_model.py": "sandbox/export_model.py",
+        "rules/graph_program.py": "sandbox/graph_program.py",
     },
     workspace_ignore=("__pycache__", "*.pyc"),
 )

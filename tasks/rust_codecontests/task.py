@@ -61,12 +61,10 @@ ENVIRONMENT = EnvironmentSpec(
             "total_timeout": "240",
         },
     },
-    # The smoke problem set travels with prepare.py (it is not a Python library; staged as a folder).
-    sandbox_libraries=("sandbox_lib", "rust_codecontests/data"),
     # The agent's validation command runs the scorer's own evaluator code, from a copy the scorer never trusts.
-    workspace_extras={
-        "rust_eval/rust_evaluator.py": "scoring/rust_evaluator.py",
-        "rust_eval/generate_runner.py": "scoring/generate_runner.py",
+    agent_copies={
+        "rust_eval/rust_evaluator.py": "sandbox/rust_evaluator.py",
+        "rust_eval/generate_runner.py": "sandbox/generate_runner.py",
     },
     workspace_ignore=("__pycache__", "*.pyc", "model_api.env"),
 )

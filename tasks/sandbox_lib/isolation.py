@@ -1,5 +1,5 @@
 """Keep everything the agent's code writes during scoring away from the agent (Linux; threat models:
-tasks/rust_codecontests/scoring/THREAT_MODEL.md, docs/fidelity.md for optimize_llm_foundry).
+tasks/rust_codecontests/THREAT_MODEL.md, docs/fidelity.md for optimize_llm_foundry).
 
 While scoring runs, the agent's code (rust_codecontests' module and the programs it judges, optimize_llm_foundry's
 finetune.sh) runs as a dedicated runner user, never the agent's user, in private folders. What it could still do

@@ -1,6 +1,6 @@
 """The one entry point of every `prepare.py` (docs/CONTRACT.md): an environment writes only its build function.
 
-    # tasks/<name>/prepare.py
+    # tasks/<name>/sandbox/prepare.py
     PREPARATION = Preparation("<name>", build, SETTINGS, code=[Path(__file__), <helpers the build uses>])
     if __name__ == "__main__":
         sys.exit(PREPARATION.main())

@@ -1,6 +1,6 @@
 """The one `main` of every scoring program (docs/CONTRACT.md): an environment writes only its scoring function.
 
-    # tasks/<name>/scoring/score.py
+    # tasks/<name>/sandbox/score.py
     import sys
     from pathlib import Path
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rebench_inspect.smoke_judge import judge_reply
-from rebench_inspect.staging import prepare_command, stage_files
+from rebench_inspect.staging import prepare_command, stage_tree
 from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def fake_judge() -> Iterator[FakeJudge]:
 
 
 def run_prepare(workspace: Path, protected: Path, scale: str = "smoke") -> subprocess.CompletedProcess:
-    staged = stage_files(environment(), "prepare", workspace.parent / "prepare-staged")
+    staged = stage_tree(environment(), workspace.parent / "prepare-staged")
     command = prepare_command(
         scale, python=sys.executable, prepare_dir=staged, workspace=workspace, protected=protected, setup=True
     )
@@ -114,7 +114,7 @@ def smoke_assets(tmp_path_factory) -> Path:
 def fresh_copy(smoke_assets: Path, destination: Path) -> tuple[Path, Path]:
     workspace, protected = destination / "workspace", destination / "protected"
     shutil.copytree(smoke_assets / "workspace", workspace)
-    for item in (TASK / "workspace").iterdir():
+    for item in (TASK / "agent" / "workspace").iterdir():
         if item.is_file():
             shutil.copy2(item, workspace / item.name)
     shutil.copytree(smoke_assets / "protected", protected)

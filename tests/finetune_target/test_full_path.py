@@ -29,9 +29,9 @@ def test_full_path_prepares_and_scores_offline(tmp_path, monkeypatch, fake_judge
     import importlib.util
 
     from rebench.finetune_target.task import ENVIRONMENT
-    from rebench_inspect.staging import stage_files
+    from rebench_inspect.staging import stage_tree
 
-    staged = stage_files(ENVIRONMENT, "prepare", tmp_path / "prepare-staged")
+    staged = stage_tree(ENVIRONMENT, tmp_path / "prepare-staged")
     spec = importlib.util.spec_from_file_location("ft_prepare", staged / "prepare.py")
     prepare = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(prepare)

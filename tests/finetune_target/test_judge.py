@@ -16,7 +16,7 @@ from rebench_inspect.smoke_judge import (
 )
 from tests.finetune_target.conftest import TASK
 
-sys.path.insert(0, str(TASK / "scoring"))
+sys.path.insert(0, str(TASK / "sandbox"))
 import chat_common as chat
 
 
@@ -176,7 +176,7 @@ def test_each_scoring_run_has_its_own_allowance_of_judge_calls():
     from rebench.finetune_target.task import HELD_OUT_PROMPTS, SCORING_JUDGE_CALLS_PER_PROMPT
     from rebench_inspect.model_proxy import _Run
 
-    prepare_text = (TASK / "prepare.py").read_text()
+    prepare_text = (TASK / "sandbox" / "prepare.py").read_text()
     for scale, prompts in HELD_OUT_PROMPTS.items():
         assert f'"heldout_prompts": {prompts},' in prepare_text, scale  # the task's number is prepare.py's
 

@@ -219,7 +219,7 @@ def test_an_untrained_model_scores_below_the_start(env, fake_judge):
 
 def test_the_agents_chat_module_is_the_scorers_judge(env):
     workspace, _ = env
-    assert (workspace / "chat.py").read_bytes() == (TASK / "scoring" / "chat_common.py").read_bytes()
+    assert (workspace / "chat.py").read_bytes() == (TASK / "sandbox" / "chat_common.py").read_bytes()
 
 
 def test_keep_best_and_rescore_the_kept_copy(env, fake_judge):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rebench.fix_embedding.task import ENVIRONMENT
-from rebench_inspect.staging import stage_files
+from rebench_inspect.staging import stage_tree
 from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ TASK = TASKS / "fix_embedding"
 
 def load_prepare_module():
     """prepare.py as staged for the sandbox (beside lm_common and sandbox_lib), imported as a module."""
-    staged = stage_files(ENVIRONMENT, "prepare", Path(tempfile.mkdtemp(prefix="fe-prepare-")))
+    staged = stage_tree(ENVIRONMENT, Path(tempfile.mkdtemp(prefix="fe-prepare-")))
     spec = importlib.util.spec_from_file_location("fix_embedding_prepare", staged / "prepare.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -69,7 +69,7 @@ def reference_model(smoke_assets, tmp_path_factory) -> Path:
     if not cached.exists():
         workspace = tmp_path_factory.mktemp("reference") / "workspace"
         shutil.copytree(smoke_assets["workspace"], workspace)
-        for path in [*(TASK / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
+        for path in [*(TASK / "agent" / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
             if path.is_file():
                 shutil.copy2(path, workspace / path.name)
         env = {**os.environ, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable}

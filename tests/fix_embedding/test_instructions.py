@@ -38,7 +38,7 @@ def test_instructions_say_messed_up_and_nothing_more(scale, visible):
 def test_workspace_code_offers_no_option_that_hints_at_the_answer():
     # The workspace holds fix_embedding/workspace/*.py plus lm_common's model.py and tokens.py (prepare.py copies them).
     paths = [
-        *sorted((TASKS / "fix_embedding" / "workspace").glob("*.py")),
+        *sorted((TASKS / "fix_embedding" / "agent" / "workspace").glob("*.py")),
         TASKS / "lm_common" / "model.py",
         TASKS / "lm_common" / "tokens.py",
     ]

@@ -162,11 +162,11 @@ def test_task_setup_at_full_scale_never_builds(tmp_path):
     """In a container without the image's assets, setup fails plainly instead of downloading GPT-2-XL."""
     import subprocess
 
-    from rebench_inspect.staging import prepare_command, stage_files
+    from rebench_inspect.staging import prepare_command, stage_tree
 
     from .conftest import ENVIRONMENT
 
-    staged = stage_files(ENVIRONMENT, "prepare", tmp_path / "staged")
+    staged = stage_tree(ENVIRONMENT, tmp_path / "staged")
     command = prepare_command("full", python=sys.executable, prepare_dir=staged, workspace=tmp_path / "ws",
                               protected=tmp_path / "p", setup=True)
     env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)}

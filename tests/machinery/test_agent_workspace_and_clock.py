@@ -61,7 +61,7 @@ def test_preparation_and_the_start_scoring_say_what_they_do_in_the_transcript(to
     import shutil
 
     folder = shutil.copytree(toy_environment.folder, tmp_path / "toy")
-    (folder / "prepare.py").write_text("print('prepared')\n")
+    (folder / "sandbox" / "prepare.py").write_text("print('prepared')\n")
     environment = toy_environment.model_copy(update={"location": folder})
     [log] = eval(
         build_task(environment, scale="smoke", sandbox="local", time_budget_hours=0.1),

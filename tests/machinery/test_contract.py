@@ -22,8 +22,8 @@ def build_environment(folder: Path):
         (folder / relative).parent.mkdir(parents=True, exist_ok=True)
         (folder / relative).write_text(content)
     (folder / "instructions.md").write_text("Write the secret number into {workspace}/answer.txt. {budget} {score_note}")
-    (folder / "workspace").mkdir()
-    (folder / "workspace" / "answer.txt").write_text("0\n")
+    (folder / "agent" / "workspace").mkdir(parents=True)
+    (folder / "agent" / "workspace" / "answer.txt").write_text("0\n")
     (folder / "reference").mkdir()
     (folder / "reference" / "answer.txt").write_text("7\n")
     spec = importlib.util.spec_from_file_location("toy_contract_task", folder / "task.py")
@@ -34,7 +34,7 @@ def build_environment(folder: Path):
 
 
 def test_the_contract_shows_every_file_it_names():
-    assert set(contract_files()) == {"task.py", "scoring/score.py", "prepare.py"}
+    assert set(contract_files()) == {"task.py", "sandbox/score.py", "sandbox/prepare.py"}
 
 
 def test_an_environment_written_from_the_contract_runs_end_to_end(tmp_path, agent_script, monkeypatch):

@@ -35,7 +35,7 @@ def test_every_task_takes_the_common_parameters_first(name):
 
 def declared_step_limits(environment) -> dict[str, dict[str, float]] | None:
     """`TIMEOUTS_S` of the environment's scoring/score.py, read without importing it."""
-    tree = ast.parse((environment.scoring_dir / "score.py").read_text())
+    tree = ast.parse((environment.sandbox_dir / "score.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TIMEOUTS_S" for t in node.targets):
             return ast.literal_eval(node.value)

@@ -22,7 +22,7 @@ from rebench_inspect.scoring import ScoringProgramResult
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 # Everything staged to run at scoring time: the environments' scorer folders and the shared library.
 SCORING_CODE = sorted(
-    path for path in TASKS.rglob("*.py") if path.parent.name in ("scoring", "sandbox", "sandbox_lib")
+    path for path in TASKS.rglob("*.py") if path.parent.name in ("sandbox", "sandbox_lib")
 )
 HELD_OUT = "HELDOUT the quick brown fox, row 17 of the held-out file"
 
@@ -92,19 +92,19 @@ def table_keys(path: Path, table: str) -> set[str]:
     [
         ("sandbox_lib/weights.py", "Refused", "sandbox_lib/checkpoints.py", "REFUSALS"),
         (
-            "optimize_llm_foundry/scoring/safetensors_weights.py",
+            "optimize_llm_foundry/sandbox/safetensors_weights.py",
             "BadWeights",
-            "optimize_llm_foundry/scoring/score.py",
+            "optimize_llm_foundry/sandbox/score.py",
             "BAD_WEIGHTS",
         ),
         (
-            "restricted_mlm/scoring/evaluate_program.py",
+            "restricted_mlm/sandbox/evaluate_program.py",
             "Refused",
-            "restricted_mlm/scoring/score.py",
+            "restricted_mlm/sandbox/score.py",
             "EVALUATION_REFUSALS",
         ),
-        ("scaling_law/scoring/answer_rules.py", "InvalidAnswer", "scaling_law/scoring/score.py", "REFUSALS"),
-        ("scaling_law/scoring/score.py", "InvalidAnswer", "scaling_law/scoring/score.py", "REFUSALS"),
+        ("scaling_law/sandbox/answer_rules.py", "InvalidAnswer", "scaling_law/sandbox/score.py", "REFUSALS"),
+        ("scaling_law/sandbox/score.py", "InvalidAnswer", "scaling_law/sandbox/score.py", "REFUSALS"),
     ],
 )
 def test_every_refusal_code_has_the_scorers_sentence(raiser, exception, sayer, table):

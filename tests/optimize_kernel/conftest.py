@@ -13,7 +13,7 @@ from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "optimize_kernel"
-START_SOLUTION = TASK / "workspace" / "solution.py"
+START_SOLUTION = TASK / "agent" / "workspace" / "solution.py"
 REFERENCE_SOLUTION = TASK / "reference" / "solution.py"
 
 

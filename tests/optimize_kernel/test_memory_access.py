@@ -63,7 +63,7 @@ def test_worker_memory_is_readable_without_cap_sys_ptrace(tmp_path):
     except KeyError:
         pytest.skip("needs the user nobody")
     script = tmp_path / "check.py"
-    script.write_text(CHECK.format(scoring=str(TASK / "scoring"), tasks=str(TASK.parent)))
+    script.write_text(CHECK.format(scoring=str(TASK / "sandbox"), tasks=str(TASK.parent)))
     completed = subprocess.run(
         ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace", sys.executable, str(script)],
         check=False,

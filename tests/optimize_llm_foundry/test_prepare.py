@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT
-from rebench_inspect.staging import prepare_command, stage_files
+from rebench_inspect.staging import prepare_command, stage_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "optimize_llm_foundry"
 
 
 def _load_stack():
-    spec = importlib.util.spec_from_file_location("optimize_llm_foundry_stack", TASK / "scoring" / "stack.py")
+    spec = importlib.util.spec_from_file_location("optimize_llm_foundry_stack", TASK / "sandbox" / "stack.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -40,7 +40,7 @@ def run_prepare(
     """prepare.py staged as the host stages it (scoring folder, prepare.py, sandbox_lib), run as the host runs it."""
     staged = root / "staged"
     if not staged.exists():
-        stage_files(ENVIRONMENT, "prepare", staged)
+        stage_tree(ENVIRONMENT, staged)
     command = prepare_command(
         scale,
         python=sys.executable,

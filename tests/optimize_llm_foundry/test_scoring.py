@@ -17,9 +17,9 @@ import torch
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, INSTRUCTION_FIELDS
 from rebench_inspect.sandbox import local_problems
-from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_files
+from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_tree
 
-SCORING = ENVIRONMENT.scoring_dir
+SCORING = ENVIRONMENT.sandbox_dir
 sys.path.insert(0, str(SCORING))
 from safetensors_weights import BadWeights, read_weights, weight_difference  # noqa: E402
 
@@ -112,7 +112,7 @@ def scoring_module_settings() -> dict:
 
 def run_timer(tmp_path: Path, script: str, timeout: float) -> dict:
     """time_finetune on a toy finetune.sh, in a subreaper process of its own (as sandbox_lib.main makes it)."""
-    staged = stage_files(ENVIRONMENT, "scoring", tmp_path / "staged")
+    staged = stage_tree(ENVIRONMENT, tmp_path / "staged")
     solution = tmp_path / "solution"
     solution.mkdir()
     (solution / "finetune.sh").write_text(script)
@@ -161,13 +161,13 @@ def smoke(tmp_path_factory):
         pytest.skip("; ".join(missing))
     root = tmp_path_factory.mktemp("foundry")
     workspace, protected = copy_workspace(ENVIRONMENT, root / "workspace", "smoke"), root / "protected"
-    prepare_dir = stage_files(ENVIRONMENT, "prepare", root / "prepare")
+    prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
     command = prepare_command(
         "smoke", python=sys.executable, prepare_dir=prepare_dir, workspace=workspace, protected=protected, setup=True
     )
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    scoring_dir = stage_files(ENVIRONMENT, "scoring", root / "scoring")
+    scoring_dir = stage_tree(ENVIRONMENT, root / "scoring")
 
     def score(candidate: Path) -> dict:
         result = root / "result.json"

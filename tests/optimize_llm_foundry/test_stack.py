@@ -28,7 +28,7 @@ def fake_venv(folder: Path, with_foundry: bool = True) -> Path:
 def run_stack(env: dict[str, str]) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if k != "REBENCH_LLM_FOUNDRY_VENV"}
     return subprocess.run(
-        [sys.executable, str(TASK / "scoring" / "stack.py")], capture_output=True, text=True, env=base | env
+        [sys.executable, str(TASK / "sandbox" / "stack.py")], capture_output=True, text=True, env=base | env
     )
 
 
@@ -59,7 +59,7 @@ def test_env_sh_activates_the_venv_and_finds_the_base_model_where_the_workspace_
     venv = fake_venv(tmp_path / "venv")
     workspace = tmp_path / "copied" / "workspace"
     (workspace / "solution").mkdir(parents=True)
-    shutil.copy(TASK / "scoring" / "env.sh", workspace / "env.sh")
+    shutil.copy(TASK / "sandbox" / "env.sh", workspace / "env.sh")
     sourced = source_env(workspace, {"REBENCH_LLM_FOUNDRY_VENV": str(venv)})
     assert sourced.returncode == 0, sourced.stderr
     path, base_model, virtual_env = sourced.stdout.splitlines()

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from rebench.restricted_mlm.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace, stage_files
+from rebench_inspect.staging import copy_workspace, stage_tree
 from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "restricted_mlm"
-SCORING = TASK / "scoring"
+SCORING = TASK / "sandbox"
 
 
 def load_module(name: str, path: Path):
@@ -44,7 +44,7 @@ def cache_dir() -> Path:
 def smoke_assets(tmp_path_factory) -> dict:
     """The starting workspace plus prepared smoke assets (built once, then from $REBENCH_CACHE_DIR)."""
     # prepare.py as staged for the sandbox (beside lm_common and sandbox_lib)
-    staged = stage_files(ENVIRONMENT, "prepare", tmp_path_factory.mktemp("mlm-prepare"))
+    staged = stage_tree(ENVIRONMENT, tmp_path_factory.mktemp("mlm-prepare"))
     prepare = load_module("restricted_mlm_prepare", staged / "prepare.py")
     root = tmp_path_factory.mktemp("mlm-assets")
     copy_workspace(ENVIRONMENT, root / "workspace")

@@ -29,14 +29,14 @@ from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "rust_codecontests"
-START_SOLUTION = TASK / "workspace" / "solution.py"
+START_SOLUTION = TASK / "agent" / "workspace" / "solution.py"
 REFERENCE_SOLUTION = TASK / "reference" / "solution.py"
 HACKS = Path(__file__).resolve().parent / "hacks"
 
 
 def prepare_smoke(workspace: Path, protected: Path) -> None:
     subprocess.run(
-        [sys.executable, str(TASK / "prepare.py"), "--scale", "smoke", "--workspace", str(workspace),
+        [sys.executable, str(TASK / "sandbox" / "prepare.py"), "--scale", "smoke", "--workspace", str(workspace),
          "--protected", str(protected)],
         check=True, capture_output=True,
     )

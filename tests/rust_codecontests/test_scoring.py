@@ -33,7 +33,7 @@ from .conftest import (
 )
 
 FAST_CAPS = {"REBENCH_RUST_BATCH_TIMEOUT_S": "6", "REBENCH_RUST_TOTAL_TIMEOUT_S": "10"}
-SMOKE_PROBLEMS = json.loads((TASK / "data" / "smoke_problems.json").read_text())
+SMOKE_PROBLEMS = json.loads((TASK / "sandbox" / "smoke_problems.json").read_text())
 TEST_NAMES = [p["name"] for p in SMOKE_PROBLEMS if p["split"] == "test"]
 
 
@@ -266,4 +266,4 @@ def test_workspace_evaluator_is_a_copy_of_the_scorers():
 
     files = workspace_files(ENVIRONMENT)
     for name in ("rust_evaluator.py", "generate_runner.py"):
-        assert files[f"rust_eval/{name}"].read_bytes() == (TASK / "scoring" / name).read_bytes()
+        assert files[f"rust_eval/{name}"].read_bytes() == (TASK / "sandbox" / name).read_bytes()

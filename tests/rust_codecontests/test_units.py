@@ -14,12 +14,12 @@ from rebench_inspect.smoke_models import DIFFICULTY, SOLUTIONS, smoke_answers
 
 from .conftest import TASK
 
-sys.path.insert(0, str(TASK / "scoring"))
+sys.path.insert(0, str(TASK / "sandbox"))
 import rust_evaluator  # noqa: E402
 
 
 def _load_prepare():
-    spec = importlib.util.spec_from_file_location("rust_prepare", TASK / "prepare.py")
+    spec = importlib.util.spec_from_file_location("rust_prepare", TASK / "sandbox" / "prepare.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -93,8 +93,8 @@ def test_smoke_prepare_layout(tmp_path):
     workspace.mkdir()
     protected.mkdir()
     for _ in range(2):  # idempotent
-        subprocess.run([sys.executable, str(TASK / "prepare.py"), "--scale", "smoke", "--workspace", str(workspace),
-                        "--protected", str(protected)], check=True, capture_output=True)
+        subprocess.run([sys.executable, str(TASK / "sandbox" / "prepare.py"), "--scale", "smoke",
+                        "--workspace", str(workspace), "--protected", str(protected)], check=True, capture_output=True)
     test = json.loads((protected / "data" / "test_problems.json").read_text())
     dev = json.loads((workspace / "data" / "dev_problems.json").read_text())
     assert len(test) == 8 and len(dev) == 2
@@ -103,10 +103,10 @@ def test_smoke_prepare_layout(tmp_path):
 
 
 def test_prepare_finds_data_when_staged_as_the_host_stages_it(tmp_path):
-    staged = tmp_path / "prepare"
-    (staged / "rust_codecontests").mkdir(parents=True)
-    shutil.copy2(TASK / "prepare.py", staged / "prepare.py")
-    shutil.copytree(TASK / "data", staged / "rust_codecontests" / "data")
+    from rebench.rust_codecontests.task import ENVIRONMENT
+    from rebench_inspect.staging import stage_tree
+
+    staged = stage_tree(ENVIRONMENT, tmp_path / "prepare")
     workspace, protected = tmp_path / "ws", tmp_path / "protected"
     subprocess.run([sys.executable, str(staged / "prepare.py"), "--scale", "smoke", "--workspace", str(workspace),
                     "--protected", str(protected)], check=True, capture_output=True)
@@ -115,7 +115,7 @@ def test_prepare_finds_data_when_staged_as_the_host_stages_it(tmp_path):
 
 @pytest.fixture(scope="module")
 def problem():
-    problems = json.loads((TASK / "data" / "smoke_problems.json").read_text())
+    problems = json.loads((TASK / "sandbox" / "smoke_problems.json").read_text())
     return next(p for p in problems if p["title"] == "Sum of Pairs")
 
 
@@ -240,7 +240,7 @@ def test_starting_solution_sends_the_papers_request_and_returns_the_answer_uncha
     import asyncio
     from types import SimpleNamespace
 
-    spec = importlib.util.spec_from_file_location("rust_start", TASK / "workspace" / "solution.py")
+    spec = importlib.util.spec_from_file_location("rust_start", TASK / "agent" / "workspace" / "solution.py")
     start = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(start)
     requests = []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rebench.scaling_law.task import ENVIRONMENT
-from rebench_inspect.staging import stage_files
+from rebench_inspect.staging import stage_tree
 from tests import scoring_program as shared
 
 TASK = Path(__file__).resolve().parents[2] / "tasks" / "scaling_law"
@@ -41,7 +41,7 @@ def load_staged(module: str, staged: Path):
 def prepared(tmp_path_factory) -> dict:
     """Smoke preparation run once, as the host stages it: {"workspace", "protected", "trainer"}."""
     root = tmp_path_factory.mktemp("scaling-law")
-    staged = stage_files(ENVIRONMENT, "prepare", root / "staged")
+    staged = stage_tree(ENVIRONMENT, root / "staged")
     prepare = load_staged("prepare", staged)
     trainer = prepare.prepare("smoke", root / "workspace", root / "protected")
     return {

@@ -25,7 +25,7 @@ def write_answer(answer: dict | str) -> object:
 
 
 def test_last_valid_answer_counts_and_scores_stay_hidden():
-    table = json.loads((TASK / "scoring" / "ground_truth_smoke.json").read_text())
+    table = json.loads((TASK / "sandbox" / "ground_truth_smoke.json").read_text())
     best = table["loss"].index(min(table["loss"]))
     optimum = {
         "n_embd": table["n_embd"][best],

@@ -25,8 +25,7 @@ def cache_file() -> Path:
     digest = hashlib.sha256()
     sources = [
         *sorted((TASK / "reference").iterdir()),
-        *sorted((TASK / "scoring").glob("*.py")),
-        TASK / "prepare.py",
+        *sorted((TASK / "sandbox").glob("*.py")),
     ]
     sources += [TASK.parent / "lm_common" / name for name in ("model.py", "tokens.py", "corpus.py")]
     for path in sources:

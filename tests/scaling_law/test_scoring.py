@@ -13,7 +13,7 @@ from rebench.scaling_law.task import ENVIRONMENT
 
 from .conftest import TASK, score_answer
 
-SCORING = TASK / "scoring"
+SCORING = TASK / "sandbox"
 
 
 def smoke_table() -> dict:

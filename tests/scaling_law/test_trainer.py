@@ -171,11 +171,11 @@ def test_gpu_device_nodes_are_restricted_to_the_trainer_user(prepared, tmp_path,
     """What setup does in a container with the sudo rule: the GPU nodes become group-only for the trainer's group
     (here the group is root's, as this test host has no `rebench-trainer`)."""
     from rebench.scaling_law.task import ENVIRONMENT
-    from rebench_inspect.staging import stage_files
+    from rebench_inspect.staging import stage_tree
 
     from .conftest import load_staged
 
-    prepare = load_staged("prepare", stage_files(ENVIRONMENT, "prepare", tmp_path / "staged"))
+    prepare = load_staged("prepare", stage_tree(ENVIRONMENT, tmp_path / "staged"))
     monkeypatch.setattr(prepare, "TRAINER_USER", "root")
     for name in ("nvidia0", "nvidiactl", "nvidia-uvm"):
         (tmp_path / name).touch(mode=0o666)
@@ -190,9 +190,9 @@ def test_gpu_device_nodes_are_restricted_to_the_trainer_user(prepared, tmp_path,
 def test_setup_at_full_scale_never_downloads(tmp_path):
     """`--setup` (the host's task setup) at full scale without the image's data fails with a clear message."""
     from rebench.scaling_law.task import ENVIRONMENT
-    from rebench_inspect.staging import stage_files
+    from rebench_inspect.staging import stage_tree
 
-    staged = stage_files(ENVIRONMENT, "prepare", tmp_path / "staged")
+    staged = stage_tree(ENVIRONMENT, tmp_path / "staged")
     completed = subprocess.run(
         [
             sys.executable,

@@ -1,7 +1,7 @@
-"""Regenerate `smoke_problems.json`: ten tiny stdin/stdout problems written for this project.
+"""Regenerate `sandbox/smoke_problems.json`: ten tiny stdin/stdout problems written for this project.
 
 Expected outputs come from the small Python oracles below; the problem records carry no solution fields.
-Run: python build_smoke_data.py  (deterministic; the JSON is committed).
+Run: python tasks/rust_codecontests/tools/build_smoke_data.py  (deterministic; the JSON is committed).
 """
 
 import json
@@ -250,6 +250,6 @@ def make(rng: random.Random) -> list[dict]:
 
 
 if __name__ == "__main__":
-    out = Path(__file__).with_name("smoke_problems.json")
+    out = Path(__file__).resolve().parents[1] / "sandbox" / "smoke_problems.json"
     out.write_text(json.dumps(make(random.Random(20261130)), indent=1) + "\n")
     print(f"wrote {out}")

@@ -1,9 +1,9 @@
 """Regenerate the smoke scale's ground truth: a sweep of real training runs at the smoke target budget.
 
-    python tasks/scaling_law/data/build_smoke_ground_truth.py [--seeds 1] [--out PATH]   # default PATH:
-                                                           # tasks/scaling_law/scoring/ground_truth_smoke.json
+    python tasks/scaling_law/tools/build_smoke_ground_truth.py [--seeds 1] [--out PATH]   # default PATH:
+                                                           # tasks/scaling_law/sandbox/ground_truth_smoke.json
 
-Each run trains the environment's own trainer (scoring/trainer.py, the code the agent's experiments use) on the
+Each run trains the environment's own trainer (sandbox/trainer.py, the code the agent's experiments use) on the
 smoke corpus that prepare.py builds, with n_embd on a grid (multiples of n_head) and max_iters chosen so that the
 run spends the target budget; the table's loss is the final validation-split loss (what the agent's runs
 report), averaged over seeds. About two minutes per
@@ -23,8 +23,7 @@ from pathlib import Path
 import torch
 
 TASK = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TASK / "scoring"))
-sys.path.insert(0, str(TASK))
+sys.path.insert(0, str(TASK / "sandbox"))
 
 import prepare
 import trainer
@@ -36,7 +35,7 @@ GRID_N_EMBD = (8, 12, 16, 20, 24, 32, 40, 48, 64)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=TASK / "scoring" / "ground_truth_smoke.json")
+    parser.add_argument("--out", type=Path, default=TASK / "sandbox" / "ground_truth_smoke.json")
     args = parser.parse_args()
     settings = SETTINGS["smoke"]
     torch.set_num_threads(1)
@@ -81,7 +80,7 @@ def main() -> None:
         "loss": [r["loss"] for r in rows],
         "runs": rows,
         "provenance": (
-            f"made {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by tasks/scaling_law/data/"
+            f"made {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by tasks/scaling_law/tools/"
             f"build_smoke_ground_truth.py --seeds {args.seeds} on {platform.machine()} CPU "
             f"({platform.processor() or platform.platform()}), torch {torch.__version__}, one thread, "
             f"{time.time() - started:.0f} s: the environment's trainer at the smoke target budget, "

@@ -6,7 +6,7 @@ Writes
 - `P/data/test_problems.json`: the held-out test split (all tests), in a root-only folder (mode 700);
 - `WS/data/dev_problems.json`: the development split the agent validates on (all tests, no solutions).
 
-smoke: the ten problems of `data/smoke_problems.json`, written for this project (8 test, 2 dev).
+smoke: the ten problems of `smoke_problems.json` (beside this file), written for this project (8 test, 2 dev).
 full (image build; needs `datasets` and the network): Hugging Face `deepmind/code_contests`.
   * held-out test = CodeContests' own `test` split, every one of its 165 problems (the paper's count, checked);
   * dev = the `valid` split plus up to 300 "easy" `train` problems, chosen deterministically by SHA-256 of the
@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+SMOKE_PROBLEMS = Path(__file__).resolve().parent / "smoke_problems.json"
 N_DEV_TRAIN = 300
 EASY_MAX_RATING = 1200
 # CodeContests enums (see the dataset card): source 2 = Codeforces; difficulty 1 = EASY, 7 = Codeforces "A".
@@ -48,14 +48,6 @@ KEPT_FIELDS = (
     "source",
 )
 FORBIDDEN_FIELDS = ("solutions", "incorrect_solutions")
-
-
-def smoke_data_file() -> Path:
-    # Staged beside prepare.py as a sandbox library (`rust_codecontests/data`), or the repository layout.
-    for candidate in (HERE / "rust_codecontests" / "data", HERE / "data"):
-        if (candidate / "smoke_problems.json").exists():
-            return candidate / "smoke_problems.json"
-    raise FileNotFoundError("smoke_problems.json not found next to prepare.py")
 
 
 def _tests(raw: dict | None, limit: int | None = None) -> dict:
@@ -184,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setup", action="store_true", help="task setup: full-scale data comes from the image")
     args = parser.parse_args(argv)
     if args.scale == "smoke":
-        records = json.loads(smoke_data_file().read_text())
+        records = json.loads(SMOKE_PROBLEMS.read_text())
         strip = [{k: r[k] for k in KEPT_FIELDS if k in r} for r in records]
         test = [s for s, r in zip(strip, records) if r["split"] == "test"]
         dev = [s for s, r in zip(strip, records) if r["split"] == "dev"]

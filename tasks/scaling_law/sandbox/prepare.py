@@ -2,7 +2,7 @@
 
     <python> prepare.py --scale {smoke,full} --workspace WS --protected P [--setup] [--no-cache]
 
-Staged with the scoring folder and lm_common beside it (docs/CONTRACT.md). Idempotent; run at image build (full:
+Staged with the rest of sandbox/ and lm_common beside it (docs/CONTRACT.md). Idempotent; run at image build (full:
 tokenises OpenWebText) and at each task setup (`--setup`; both scales: installs the trainer, writes the workspace
 files, restricts the GPUs, which exist only in a running container). It does not use sandbox_lib's Preparation,
 whose marker makes a second run a no-op: these per-setup steps must run at every setup, and the data lives outside

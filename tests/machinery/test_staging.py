@@ -1,0 +1,49 @@
+"""What goes into the sandbox: each environment's `sandbox/` and its declared libraries, wholesale, nothing else."""
+
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from rebench.environments import ENVIRONMENTS
+from rebench_inspect.environment import SCALES, EnvironmentSpec
+from rebench_inspect.staging import staged_tree, workspace_files
+
+PACKAGE_ROOT = Path(str(files("rebench")))
+NEVER_STAGED = ("agent", "reference", "tools")
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_the_staged_tree_is_the_sandbox_folder_and_the_libraries_only(name):
+    environment = ENVIRONMENTS[name]
+    staged = staged_tree(environment)
+    homes = [environment.sandbox_dir, *(PACKAGE_ROOT / library for library in environment.sandbox_libraries)]
+    for relative, source in staged.items():
+        assert any(source.is_relative_to(home) for home in homes), f"{name}: {relative} comes from {source}"
+        if source.is_relative_to(environment.folder):
+            assert source.relative_to(environment.folder).parts[0] not in NEVER_STAGED, f"{name}: {relative}"
+        assert source.suffix != ".md", f"{name}: {relative} is prose, not sandbox code"
+    # wholesale: every file of sandbox/ is there, at its own relative path
+    expected = {
+        path.relative_to(environment.sandbox_dir).as_posix()
+        for path in environment.sandbox_dir.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert expected <= set(staged)
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_agent_copies_exist_at_both_scales(name):
+    environment = ENVIRONMENTS[name]
+    for scale in SCALES:
+        for relative, source in workspace_files(environment, scale).items():
+            assert source.is_file(), f"{name} ({scale}): {relative} ← {source} is missing"
+
+
+def test_an_agent_copy_from_outside_sandbox_or_agent_is_refused(toy_environment):
+    fields = toy_environment.model_dump()
+    with pytest.raises(ValidationError, match="sandbox/ or agent/"):
+        EnvironmentSpec.model_validate({**fields, "agent_copies": {"answer.txt": "reference/answer.txt"}})
+    accepted = EnvironmentSpec.model_validate({**fields, "agent_copies": {"copy.py": "sandbox/score.py"}})
+    assert workspace_files(accepted)["copy.py"] == toy_environment.sandbox_dir / "score.py"
