@@ -13,7 +13,8 @@ One scoring run, as root, inside `sandbox_lib.main`:
    when the sum over tensors of the Frobenius norm of the difference is at most the scale's limit (5.3 at full
    scale, the paper's; the original calls it "L1" but computes this).
 
-What the agent's script prints is never shown back (it read held-out rows); only its exit status is.
+Nothing the agent's script controls is shown back (it read held-out rows): not its output, its exit status, the
+names in its weights nor their distance from the reference; the verdict is one of this file's sentences.
 """
 
 import hashlib

@@ -16,7 +16,8 @@
 4. Everything the runner user wrote anywhere is removed before the result is written.
 
 raw = solved / total. Invalid when the module cannot be run at all (missing, import error, no result file), when
-it returned programs but none came from the model, or when it wrote into files the agent owns.
+it returned programs but none came from the model, or when it wrote into files the agent owns. Messages and details
+are this file's own words and numbers (THREAT_MODEL.md, "What the verdict and the log say").
 """
 
 import json
