@@ -229,7 +229,7 @@ def test_keep_best_and_rescore_the_kept_copy(env, fake_judge):
     sha = first["details"]["checkpoint_sha256"]
     (workspace / "submission" / "model.pt").unlink()  # the kept copy does not depend on the workspace
     again = score(workspace, protected, {**fake_judge.env, "REBENCH_FT_CHECKPOINT": sha, "REBENCH_FT_HELDOUT": "second"})
-    assert again["valid"] and again["details"]["rescored"] and again["details"]["heldout_set"] == "second"
+    assert again["valid"] and again["details"]["rescored"] and again["details"]["second_heldout_set"] is True
     assert stat.S_IMODE((protected / "best_submission").stat().st_mode) == 0o700
 
 
