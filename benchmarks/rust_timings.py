@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import rust_evaluator  # noqa: E402
 
-from rebench_inspect.smoke_models import NEAR_MISSES, SOLUTIONS  # noqa: E402
+from rebench.rust_codecontests.smoke_model import NEAR_MISSES, SOLUTIONS  # noqa: E402
 
 
 def per_problem() -> list[dict]:

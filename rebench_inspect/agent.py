@@ -16,14 +16,12 @@ from inspect_ai.util import sandbox
 
 from .clock import due_notice, time_left_sentence
 from .layout import current_layout
-from .scoring import describe_entry, score_log
-from .state import rebench_state
+from .scoring import describe_entry, score_log, scores_visible
 
 DEFAULT_TOOL_TIMEOUT_S = 1800
-
-
-def _score_visible() -> bool:
-    return rebench_state().score_visible
+# The shell both tools run in, as Inspect's own bash and python tools do: a login shell, so the image's profile
+# (/etc/profile.d) sets up the agent's PATH.
+AGENT_SHELL = ("bash", "--login", "-c")
 
 
 def _code_viewer(language: str, argument: str) -> ToolCallViewer:
@@ -54,7 +52,7 @@ def workspace_bash(timeout: int = DEFAULT_TOOL_TIMEOUT_S, user: str | None = Non
         Returns:
             The command's output (stderr, then stdout).
         """
-        return await _run_in_workspace(["bash", "--login", "-c", command], timeout, user)
+        return await _run_in_workspace([*AGENT_SHELL, command], timeout, user)
 
     return execute
 
@@ -71,7 +69,7 @@ def workspace_python(timeout: int = DEFAULT_TOOL_TIMEOUT_S, user: str | None = N
             The script's output (stderr, then stdout).
         """
         interpreter = shlex.quote(current_layout().python)
-        return await _run_in_workspace(["bash", "--login", "-c", f"{interpreter} -"], timeout, user, code)
+        return await _run_in_workspace([*AGENT_SHELL, f"{interpreter} -"], timeout, user, code)
 
     return execute
 
@@ -91,7 +89,7 @@ def score_tool() -> Tool:
             The result of this scoring run.
         """
         await run_task_scorers(AgentState(messages=[]))
-        return _with_clock(describe_entry(score_log()[-1], visible=_score_visible()))
+        return _with_clock(describe_entry(score_log()[-1], scores_visible()))
 
     return execute
 
@@ -104,7 +102,7 @@ def score_log_tool() -> Tool:
         Returns:
             One line per scoring run, then the working time used and left.
         """
-        visible = _score_visible()
+        visible = scores_visible()
         return _with_clock("\n".join(describe_entry(entry, visible) for entry in score_log()) or "no scoring runs yet")
 
     return execute

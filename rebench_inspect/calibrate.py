@@ -18,6 +18,7 @@ from pathlib import Path
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.util import sandbox, store
 
+from . import DISTRIBUTION
 from .environment import Anchors, EnvironmentSpec, Scale, Transform
 from .layout import current_layout
 from .normalise import IRREDUCIBLE_LOSS, normalise_unclipped, transform
@@ -97,7 +98,11 @@ def anchors_document(
         "scale": scale,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "hardware": hardware[0] if hardware else {},
-        "software": {"rebench": version("rebench"), "inspect_ai": version("inspect_ai"), "host": platform.platform()},
+        "software": {
+            "rebench": version(DISTRIBUTION),
+            "inspect_ai": version("inspect_ai"),
+            "host": platform.platform(),
+        },
         "transform": environment.transform.value,
         "measured": {"start": start_stats, "reference": reference_stats},
         # Timing anchors are replaced by the measured means (in y); the others keep the paper's values.

@@ -7,12 +7,13 @@ builder (`rebench_inspect.task.build_task`) turns it into an Inspect `Task`.
 from enum import Enum
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Scale = Literal["smoke", "full"]
-SCALES: tuple[Scale, ...] = ("smoke", "full")
+from .scales import SCALES, Scale
+
+__all__ = ["AGENT_COPY_SOURCES", "SCALES", "Anchors", "EnvironmentSpec", "FinalRule", "Resources", "Scale", "Transform"]
+
 # The environment folders an agent copy may come from (`EnvironmentSpec.agent_copies`).
 AGENT_COPY_SOURCES = ("sandbox", "agent")
 
@@ -65,6 +66,10 @@ class EnvironmentSpec(BaseModel):
     paper_name: str
     transform: Transform
     lower_is_better: bool
+    raw_unit: str = Field(
+        default="",
+        description="what a raw score counts, printed after it: a unit (ms, s) or a measure (loss, win rate)",
+    )
     anchors: dict[Scale, Anchors]
     final_rule: FinalRule = FinalRule.BEST
     score_visible: bool = Field(default=True, description="False: the agent only ever learns validity")
@@ -85,8 +90,31 @@ class EnvironmentSpec(BaseModel):
         "setup (e.g. a copy of the evaluator for local validation; the scorer never uses the agent's copy); `{scale}` "
         "in the file's path names the scale's variant",
     )
+    agent_runs_setuid: bool = Field(
+        default=False,
+        description="the agent's tools start a setuid program (e.g. sudo to a trainer user), so its sandbox "
+        "may not set no-new-privileges",
+    )
     workspace_ignore: tuple[str, ...] = Field(
         default=(), description="glob patterns of workspace files never copied into a scoring snapshot"
+    )
+    build_files: str | None = Field(
+        default=None,
+        description="'module:function' called as function(served_folder) when the environment's image is built: it "
+        "adds files its Dockerfile fetches with rebench-build-run (e.g. a toolchain from the build host); imported "
+        "only then",
+    )
+    agent_extra_users: tuple[str, ...] = Field(
+        default=(),
+        description="users the agent can start processes as besides its own (e.g. through a sudo rule to a "
+        "trainer user): their processes count as the agent's, frozen while scoring runs the agent's code "
+        "and killed before the final score",
+    )
+    isolated_scoring: bool = Field(
+        default=False,
+        description="in Docker and k8s, every scoring run happens in a second service of the sandbox (same image, "
+        "no network, none of the agent's files or processes) that gets a root-made copy of the workspace: for "
+        "scoring programs that run the agent's code on held-out inputs (README, security model)",
     )
     local_check: str | None = Field(
         default=None,

@@ -2,11 +2,11 @@
 
     @task
     @environment_task(ENVIRONMENT, scale_doc="`full` (default: ...) or `smoke` (...)")
-    def finetune_target(common: CommonParameters, judge_calls: int | None = None) -> Task:
-        \"\"\"Finetune GPT-2 for QA: ...
+    def toy_contract(common: CommonParameters, bonus: int = 0) -> Task:
+        \"\"\"Toy: write the secret number into answer.txt.
 
         Args:
-            judge_calls: ...
+            bonus: ...
         \"\"\"
         return build_task(ENVIRONMENT, common, services=[...])
 
@@ -18,12 +18,25 @@ receives the common ones as one `CommonParameters` value. `@task` stays written 
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TypeVar
 
 from inspect_ai import Task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.package import get_installed_package_name
 
-from .environment import EnvironmentSpec
+from .choices import not_one_of
+from .environment import SCALES, EnvironmentSpec
+from .sandbox import SANDBOX_TYPES
+
+# The signature's catch-all: Inspect hands a task every `-T` name only when the task takes **kwargs (otherwise it
+# drops unknown names with a warning and the run starts with defaults); the task refuses them itself.
+UNDECLARED = "undeclared_parameters"
+
+NAMESPACE = "rebench"  # the import package: tasks are `rebench/<env>`
+Registered = TypeVar("Registered", bound=Callable)
 
 # The paper's human budget; its agent budgets (0.5 h, 2 h) are one `-T time_budget_hours=` away.
 DEFAULT_TIME_BUDGET_HOURS = 8.0
@@ -45,6 +58,68 @@ class CommonParameters:
 
     def as_kwargs(self) -> dict[str, object]:
         return asdict(self)
+
+
+def in_rebench_namespace(function: Registered) -> Registered:
+    """Put a `@task` or `@solver` of the `rebench` package under `rebench/` however the package is installed.
+
+    Inspect namespaces what a package registers only when the package lies in site-packages or is an editable install
+    of a distribution named like it. This distribution is `inspect-rebench` (PyPI's `rebench` is another project), so
+    in an editable install (a clone's `pip install -e .`) Inspect would register a bare `toy_contract` and
+    `inspect eval rebench/toy_contract` would find nothing. Inspect's decorators take the name from `__name__`.
+    A task file loaded by path (`inspect eval tasks/toy_contract/task.py`) is not in the package: left as it is.
+    """
+    if function.__module__.split(".")[0] == NAMESPACE and get_installed_package_name(function) is None:
+        function.__name__ = f"{NAMESPACE}/{function.__name__}"
+    return function
+
+
+class TaskParameterError(PrerequisiteError, ValueError):
+    """A task parameter a run cannot start with; one sentence that names it and says what is allowed. Inspect's
+    command line prints a `PrerequisiteError` as its message alone, without a traceback (Inspect exports no public
+    name for it); a `ValueError` to Python callers."""
+
+    def __init__(self, message: str) -> None:
+        PrerequisiteError.__init__(self, message)
+        ValueError.__init__(self, message)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def checked_parameters(environment: EnvironmentSpec, parameters: CommonParameters) -> CommonParameters:
+    """The common parameters as the task builder uses them (`-T` values arrive YAML-typed: `2` is an int), or a
+    `TaskParameterError` naming the first bad one and its allowed values."""
+
+    def refuse(name: str, allowed: str) -> TaskParameterError:
+        given = getattr(parameters, name)
+        return TaskParameterError(f"rebench/{environment.name}: {name} must be {allowed}, not {given!r}")
+
+    if parameters.scale not in SCALES:
+        raise refuse("scale", " or ".join(SCALES))
+    if not _is_number(parameters.time_budget_hours) or parameters.time_budget_hours <= 0:
+        raise refuse("time_budget_hours", "a positive number of hours (e.g. 0.5, 2 or 8)")
+    for limit in ("token_limit", "message_limit"):
+        if getattr(parameters, limit) is not None and not _is_count(getattr(parameters, limit)):
+            raise refuse(limit, "a whole number of at least 1 (or left out: no limit)")
+    if parameters.sandbox not in SANDBOX_TYPES:
+        raise refuse("sandbox", ", ".join(SANDBOX_TYPES))
+    if parameters.agent_user is not None and not isinstance(parameters.agent_user, str):
+        raise refuse("agent_user", "a user name of the image")
+    if parameters.score_visible is not None and not isinstance(parameters.score_visible, bool):
+        raise refuse("score_visible", "true or false")
+    if parameters.score_visible and not environment.score_visible:
+        raise refuse("score_visible", f"false: {environment.name} never shows scores to the agent (spec)")
+    if not _is_count(parameters.epochs):
+        raise refuse("epochs", "a whole number of at least 1")
+    if parameters.anchors is not None and not isinstance(parameters.anchors, str):
+        raise refuse("anchors", "the path of an anchors file written by `rebench calibrate`")
+    return replace(parameters, time_budget_hours=float(parameters.time_budget_hours))
 
 
 def common_parameter_docs(environment: EnvironmentSpec, scale_doc: str | None = None) -> dict[str, str]:
@@ -104,17 +179,24 @@ def environment_task(
             )
             for name in common_names
         ] + [parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY) for parameter in own]
-        signature = inspect.Signature(parameters, return_annotation=Task)
+        declared = [parameter.name for parameter in parameters]
+        signature = inspect.Signature(
+            [*parameters, inspect.Parameter(UNDECLARED, inspect.Parameter.VAR_KEYWORD)], return_annotation=Task
+        )
 
         @functools.wraps(function)
         def wrapper(**kwargs: object) -> Task:
+            if undeclared := [name for name in kwargs if name not in declared]:
+                raise TaskParameterError(
+                    f"rebench/{environment.name}: {not_one_of('parameter', undeclared[0], declared)}"
+                )
             bound = signature.bind(**kwargs)
             bound.apply_defaults()
             common = CommonParameters(**{name: bound.arguments[name] for name in common_names})
-            return function(common, **{p.name: bound.arguments[p.name] for p in own})
+            return function(checked_parameters(environment, common), **{p.name: bound.arguments[p.name] for p in own})
 
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
         wrapper.__doc__ = _merge_docstring(function.__doc__ or "", common_parameter_docs(environment, scale_doc))
-        return wrapper
+        return in_rebench_namespace(wrapper)
 
     return decorate

@@ -6,10 +6,11 @@ thin image per environment on top (its requirements, and its prepared assets in 
 - The base's parent is a build argument: the CUDA runtime for `full`; for `smoke`, a Debian made with debootstrap and
   `docker import` (`rebench/debian:bookworm`), so a smoke build needs Debian's and PyPI's mirrors only.
 - During a build this module serves a few files on loopback (`BUILD_FILES`): the host's CA bundle (pip and curl
-  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke), and the staged tree (the
-  environment's `sandbox/`, where `prepare.py` lives, with its libraries); a host toolchain if an environment's
-  Dockerfile asks for one. Builds use the host network (`--network host`) to reach it; `rebench-build-run` (in the
-  base) fetches them into a temporary folder for one RUN, so no layer keeps the CA or the preparation code.
+  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke), the staged tree (the environment's
+  `sandbox/`, where `prepare.py` lives, with its libraries), and whatever the environment's `build_files` function
+  adds (e.g. a toolchain from the build host). Builds use the host network (`--network host`) to reach it;
+  `rebench-build-run` (in the base) fetches them into a temporary folder for one RUN, so no layer keeps the CA or the
+  preparation code.
 """
 
 import contextlib
@@ -17,6 +18,7 @@ import functools
 import glob
 import hashlib
 import http.server
+import importlib
 import io
 import os
 import shutil
@@ -82,15 +84,12 @@ def local_wheels(scale: Scale) -> list[Path]:
     return wheels
 
 
-def _rust_toolchain_archive(destination: Path) -> None:
-    """The host's active Rust toolchain (compiler and standard library, no docs), for images whose Dockerfile asks for
-    `toolchains/rust.tar`: rustup's servers are out of reach where only package registries are."""
-    sysroot = Path(
-        subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, check=True).stdout.strip()
-    )
-    with tarfile.open(destination, mode="w") as archive:
-        archive.add(sysroot / "bin" / "rustc", arcname="bin/rustc")
-        archive.add(sysroot / "lib", arcname="lib")
+def add_environment_build_files(environment: EnvironmentSpec, served: Path) -> None:
+    """Call the function the spec names in `build_files` ("module:function") with the served folder."""
+    if environment.build_files is None:
+        return
+    module, _, function = environment.build_files.partition(":")
+    getattr(importlib.import_module(module), function)(served)
 
 
 def _prepare_archive(environment: EnvironmentSpec) -> bytes | None:
@@ -141,10 +140,7 @@ def build_image(environment: EnvironmentSpec, scale: Scale, *, ca_bundle: str | 
             shutil.copy(wheel, served / "wheels" / wheel.name)
         if ca_bundle and Path(ca_bundle).is_file():
             shutil.copy(ca_bundle, served / "ca.crt")
-        dockerfile = (sandbox_folder(environment.name) / "Dockerfile").read_text()
-        if "toolchains/rust.tar" in dockerfile and shutil.which("rustc"):
-            (served / "toolchains").mkdir()
-            _rust_toolchain_archive(served / "toolchains" / "rust.tar")
+        add_environment_build_files(environment, served)
         prepare = _prepare_archive(environment)
         if prepare is not None:
             (served / "prepare.tar").write_bytes(prepare)

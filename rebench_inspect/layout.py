@@ -19,6 +19,20 @@ class SandboxLayout(BaseModel):
     python: str
     agent_user: str | None
     is_container: bool
+    # Which of the sample's sandboxes this layout describes (None: the default one, the agent's).
+    sandbox_name: str | None = None
+    # The service scoring runs in, apart from the agent (None: scoring runs in this sandbox).
+    scoring_service: str | None = None
+
+    @property
+    def scoring_layout(self) -> "SandboxLayout":
+        """Where scoring runs: the scoring service (the same paths in a container of its own), else here."""
+        if self.scoring_service is None:
+            return self
+        return self.model_copy(update={"sandbox_name": self.scoring_service, "scoring_service": None})
+
+    def sandbox(self) -> SandboxEnvironment:
+        return sandbox(self.sandbox_name)
 
     @property
     def scoring_dir(self) -> str:
@@ -40,8 +54,9 @@ def is_local_sandbox(environment: SandboxEnvironment) -> bool:
     return True
 
 
-async def detect_layout(agent_user: str | None) -> SandboxLayout:
-    """Resolve the layout for the current sample's default sandbox (whatever `--sandbox` chose)."""
+async def detect_layout(agent_user: str | None, scoring_service: str | None = None) -> SandboxLayout:
+    """Resolve the layout for the current sample's default sandbox (whatever `--sandbox` chose). `scoring_service`:
+    the service to score in, where the sandbox is a container (the local sandbox has no second machine)."""
     environment = sandbox()
     if is_local_sandbox(environment):
         result = await environment.exec(["pwd"])
@@ -53,12 +68,21 @@ async def detect_layout(agent_user: str | None) -> SandboxLayout:
             agent_user=None,
             is_container=False,
         )
+    if scoring_service is not None:
+        try:
+            sandbox(scoring_service)
+        except ValueError:
+            raise RuntimeError(
+                f"this sandbox has no service {scoring_service!r} to score in apart from the agent: run the task with "
+                "the sandbox rebench generates for it (--sandbox docker or k8s without a config of your own)"
+            ) from None
     return SandboxLayout(
         workspace=f"{CONTAINER_HOME}/workspace",
         protected=CONTAINER_PROTECTED,
         python="python3",
         agent_user=agent_user,
         is_container=True,
+        scoring_service=scoring_service,
     )
 
 

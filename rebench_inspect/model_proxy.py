@@ -1,10 +1,11 @@
 """A budgeted, secret-bound OpenAI-compatible endpoint inside the sandbox that reaches one Inspect model role.
 
-Used by rust_codecontests (the agent's scaffold calls the `scaffold` role) and finetune_target (the `judge` role).
-`ModelRoleProxy(...)` is a rebench *service*: a factory `(SandboxLayout, purpose: "agent"|"scoring") ->
-AsyncContextManager[dict[str, str]]` (docs/CONTRACT.md). Opened, it runs Inspect's `sandbox_agent_bridge` and
-yields `{"OPENAI_BASE_URL": "http://localhost:<port>/v1", "OPENAI_API_KEY": <key>, "REBENCH_PROXY_KEY": <key>,
-"REBENCH_SCAFFOLD_MODEL": ...}` for the scoring program's environment.
+An environment whose agent's code or scoring program calls a model (a scaffold model, a judge) names the role and
+its price table: `ModelRoleProxy(role="helper", prices=PriceTable({"toy-model-1": (1.0, 2.0)}, "toy-model-1"))`. It is
+a rebench *service*: a factory `(SandboxLayout, purpose: "agent"|"scoring") -> AsyncContextManager[dict[str, str]]`
+(docs/CONTRACT.md). Opened, it runs Inspect's `sandbox_agent_bridge` and yields `{"OPENAI_BASE_URL":
+"http://localhost:<port>/v1", "OPENAI_API_KEY": <key>, "REBENCH_PROXY_KEY": <key>, "REBENCH_<ROLE>_MODEL": <the role's
+model>}` (`REBENCH_HELPER_MODEL` here) for the scoring program's environment.
 
 A closed door (threat model: any process in the sandbox may try to call it, or to answer in its place):
 - every opening gets a fresh random port and a fresh random key; a request is served only when it carries the key
@@ -24,10 +25,10 @@ model under evaluation. Client generation parameters (`n`, `temperature`, `max_t
 Budgets: the agent's budget is a dollar amount (default 500, the paper's "$500 of API credits") over the whole
 sample; each scoring run has its own allowance (`scoring_budget_usd`, per run: the environment sets it to a
 documented multiple of what its held-out set needs). Each call is priced from the role model's token prices:
-Inspect's model database when it has them, else the table below, else (token-count fallback) at FALLBACK_PRICE per
-million tokens. Once an allowance is spent, further calls fail with HTTP 400 and a message saying the budget is
-exhausted; the run goes on. Calls in flight when the limit is crossed still complete, so the overshoot is at most
-one round of concurrent calls. **Scoring does not draw on the agent's budget** (the paper's budget pays for the
+Inspect's model database when it has them, else the proxy's price table, else (token-count fallback) at the prices of
+the table's fallback model. Once an allowance is spent, further calls fail with HTTP 400 and a message saying the
+budget is exhausted; the run goes on. Calls in flight when the limit is crossed still complete, so the overshoot is at
+most one round of concurrent calls. **Scoring does not draw on the agent's budget** (the paper's budget pays for the
 agent's experiments).
 
 The ledger lives in the sample's Inspect store (key `rebench:model_proxy:<role>`): totals per purpose, refused and
@@ -35,9 +36,10 @@ unauthorised calls, and one record per scoring run.
 """
 
 import json
+import re
 import secrets
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,7 +53,7 @@ from inspect_ai.model import (
     get_model,
     get_model_info,
 )
-from inspect_ai.util import sandbox, store
+from inspect_ai.util import SandboxEnvironment, sandbox, store
 
 Purpose = Literal["agent", "scoring"]
 
@@ -85,6 +87,11 @@ print(os.getuid(), *sorted(owners))
 """
 
 
+def _box(layout: Any) -> SandboxEnvironment:
+    """The sandbox the layout describes: the scoring service for a scoring run apart from the agent."""
+    return sandbox(getattr(layout, "sandbox_name", None))
+
+
 class ProxyUnavailable(RuntimeError):
     """The proxy could not be opened as a closed door (port not bound, or held by someone else)."""
 
@@ -99,25 +106,32 @@ class Price:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
-# Public list prices ($ per million tokens) for models Inspect's database lacks.
-KNOWN_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-3.5-turbo-0125": (0.50, 1.50),
-    "gpt-3.5-turbo": (0.50, 1.50),
-    "gpt-3.5-turbo-1106": (1.00, 2.00),
-}
-# Token-count fallback: unknown models are charged as gpt-3.5-turbo-0125, i.e. $500 ≈ 1e9 input tokens.
-FALLBACK_PRICE = (0.50, 1.50)
+@dataclass(frozen=True)
+class PriceTable:
+    """Public list prices ($ per million input and output tokens) for the models a role is expected to use that
+    Inspect's model database lacks, keyed by model name without its provider; any other model is charged at the
+    prices of `fallback_model` (the token-count fallback)."""
 
+    prices: Mapping[str, tuple[float, float]]
+    fallback_model: str
 
-def price_for(model: Model) -> Price:
-    info = get_model_info(model)
-    if info is not None and info.cost is not None:
-        return Price(info.cost.input, info.cost.output, "inspect model database")
-    name = model.api.model_name.split("/")[-1]
-    if name in KNOWN_PRICES:
-        inp, out = KNOWN_PRICES[name]
-        return Price(inp, out, "rebench price table")
-    return Price(*FALLBACK_PRICE, source="token-count fallback (priced as gpt-3.5-turbo-0125)")
+    def __post_init__(self) -> None:
+        if self.fallback_model not in self.prices:
+            raise ValueError(f"the fallback model {self.fallback_model} has no prices in the table")
+
+    @property
+    def fallback(self) -> Price:
+        note = f"token-count fallback (priced as {self.fallback_model})"
+        return Price(*self.prices[self.fallback_model], source=note)
+
+    def price_for(self, model: Model) -> Price:
+        info = get_model_info(model)
+        if info is not None and info.cost is not None:
+            return Price(info.cost.input, info.cost.output, "inspect model database")
+        name = model.api.model_name.split("/")[-1]
+        if name in self.prices:
+            return Price(*self.prices[name], source="rebench price table")
+        return self.fallback
 
 
 class BudgetExhausted(RuntimeError):
@@ -152,7 +166,7 @@ def _empty_ledger(budget_usd: float, scoring_budget_usd: float | None) -> dict[s
     }
 
 
-def read_ledger(role: str = "scaffold") -> dict[str, Any] | None:
+def read_ledger(role: str) -> dict[str, Any] | None:
     """The current sample's ledger for `role` (None when no proxy has been opened)."""
     return store().get(ledger_key(role))
 
@@ -201,7 +215,8 @@ class ModelRoleProxy:
 
     def __init__(
         self,
-        role: str = "scaffold",
+        role: str,
+        prices: PriceTable,
         default_model: str | None = None,
         budget_usd: float = DEFAULT_BUDGET_USD,
         scoring_budget_usd: float | None = None,
@@ -210,7 +225,12 @@ class ModelRoleProxy:
     ) -> None:
         if budget_usd < 0:
             raise ValueError("budget_usd must be >= 0")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", role):
+            raise ValueError(f"a model role is a lower-case identifier (it names REBENCH_<ROLE>_MODEL): {role!r}")
         self.role = role
+        self.prices = prices
+        # Where the scoring program (and the agent's key file) learn which model plays the role.
+        self.model_variable = f"REBENCH_{role.upper()}_MODEL"
         self.default_model = default_model
         self.budget_usd = float(budget_usd)
         self.scoring_budget_usd = None if scoring_budget_usd is None else float(scoring_budget_usd)
@@ -279,7 +299,7 @@ class ModelRoleProxy:
         usage = output.usage
         if usage is None:
             return 0.0
-        price = price_for(model)
+        price = self.prices.price_for(model)
         ledger = self._ledger()
         account = ledger[purpose]
         cost = price.cost(int(usage.input_tokens or 0), int(usage.output_tokens or 0))
@@ -315,7 +335,7 @@ class ModelRoleProxy:
     async def _check_listener(self, layout: Any, port: int) -> None:
         """Whoever listens on `port` must be the bridge's user (the harness), else the door is someone else's."""
         python = getattr(layout, "python", "python3")
-        result = await sandbox().exec(
+        result = await _box(layout).exec(
             [python, "-c", _LISTENER_PROBE, str(port), str(LISTEN_CHECK_TIMEOUT_S)],
             timeout=LISTEN_CHECK_TIMEOUT_S + 30,
         )
@@ -333,16 +353,16 @@ class ModelRoleProxy:
 
     async def _make_responses_dir(self, layout: Any, run: _Run) -> None:
         run.responses_dir = f"{layout.protected}/model-responses-{secrets.token_hex(8)}"
-        result = await sandbox().exec(["sh", "-c", f'mkdir -p -m 700 "{run.responses_dir}"'])
+        result = await _box(layout).exec(["sh", "-c", f'mkdir -p -m 700 "{run.responses_dir}"'])
         if not result.success:
             raise ProxyUnavailable(f"cannot create {run.responses_dir}: {result.stderr[-500:]}")
 
-    async def _record_response(self, run: _Run, output: ModelOutput) -> None:
+    async def _record_response(self, layout: Any, run: _Run, output: ModelOutput) -> None:
         if run.responses_dir is None:
             return
         texts = [choice.message.text for choice in output.choices]
         run.responses_written += 1
-        await sandbox().write_file(f"{run.responses_dir}/{run.responses_written:07d}.json", json.dumps(texts))
+        await _box(layout).write_file(f"{run.responses_dir}/{run.responses_written:07d}.json", json.dumps(texts))
 
     @asynccontextmanager
     async def open(self, layout: Any, purpose: Purpose) -> AsyncIterator[dict[str, str]]:
@@ -352,7 +372,7 @@ class ModelRoleProxy:
             "OPENAI_BASE_URL": f"http://localhost:{run.port}/v1",
             "OPENAI_API_KEY": run.key,
             "REBENCH_PROXY_KEY": run.key,
-            "REBENCH_SCAFFOLD_MODEL": str(model),
+            self.model_variable: str(model),
         }
         if purpose == "scoring" and self.record_responses:
             await self._make_responses_dir(layout, run)
@@ -378,7 +398,7 @@ class ModelRoleProxy:
                 cost = 0.0
             run.calls += 1
             run.spent_usd += cost
-            await self._record_response(run, output)
+            await self._record_response(layout, run, output)
 
         try:
             async with sandbox_agent_bridge(
@@ -388,6 +408,7 @@ class ModelRoleProxy:
                 port=run.port,
                 forward_generation_config=True,
                 forward_client_headers={PROXY_KEY_HEADER.lower(): [run.key]},
+                sandbox=getattr(layout, "sandbox_name", None),
             ):
                 await self._check_listener(layout, run.port)
                 if purpose == "agent":
@@ -399,7 +420,7 @@ class ModelRoleProxy:
                 ledger.setdefault("scoring_runs", []).append(run.summary())
                 self._save(ledger)
             if run.responses_dir is not None:
-                await sandbox().exec(["rm", "-rf", run.responses_dir])
+                await _box(layout).exec(["rm", "-rf", run.responses_dir])
 
     async def _announce(self, layout: Any, env: dict[str, str]) -> None:
         """Tell the agent where the endpoint is and its key: `<workspace>/model_api.env`, readable by the agent only."""
@@ -412,8 +433,8 @@ class ModelRoleProxy:
             f"# API key and in the {PROXY_KEY_HEADER} header (the workspace's clients do).\n"
             + "".join(f"{k}={v}\n" for k, v in env.items())
         )
-        await sandbox().write_file(path, body)
+        await _box(layout).write_file(path, body)
         user = getattr(layout, "agent_user", None)
         if user:
-            await sandbox().exec(["chown", f"{user}:{user}", path])
-        await sandbox().exec(["chmod", "600", path])
+            await _box(layout).exec(["chown", f"{user}:{user}", path])
+        await _box(layout).exec(["chmod", "600", path])

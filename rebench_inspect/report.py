@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .scoring import SCORER_NAME
+from .scoring import SCORER_NAME, SCORING_FAILURE
 
 if TYPE_CHECKING:  # Inspect's log types and matplotlib load lazily: the report's statistics need neither
     from inspect_ai.log import EvalLog
@@ -79,6 +79,8 @@ class Run:
     anchors: str = ""  # which anchors normalised it: provenance and raw values
     ended_by: str = "agent"  # "agent" (submitted), "budget", another limit's name, or "error"
     error: str | None = None
+    # The final scoring run failed on the agent's files (a scorer bug its data set off): an invalid entry.
+    scoring_failure: bool = False
     timeline: list[TimePoint] = field(default_factory=list)
     time_from_wall_clock: bool = False  # no working times were recorded: wall times used instead
 
@@ -117,6 +119,9 @@ def runs_from_log(log: "EvalLog", log_file: str) -> list[Run]:
             )
             for entry in entries
         ]
+        finals = [entry for entry in entries if entry.get("label") == "final"]
+        # True, or the exception's name in logs written before verdicts used a fixed vocabulary.
+        scoring_failure = bool(finals and (finals[-1].get("details") or {}).get(SCORING_FAILURE))
         if sample.error is not None:
             ended_by = "error"
         elif sample.limit is not None:
@@ -141,6 +146,7 @@ def runs_from_log(log: "EvalLog", log_file: str) -> list[Run]:
                 anchors=_anchors_label(final_meta.get("anchors", {})) if final is not None else "",
                 ended_by=ended_by,
                 error=None if sample.error is None else sample.error.message,
+                scoring_failure=scoring_failure,
                 timeline=timeline,
                 time_from_wall_clock=use_wall,
             )
@@ -287,6 +293,7 @@ class Row:
     ci_low: float
     ci_high: float
     invalid_only_runs: int
+    scoring_failures: int  # runs whose final scoring failed on the agent's files (counted as invalid)
     sources: list[str]
 
 
@@ -326,6 +333,8 @@ def analyse(
             warnings.append(f"{run.source}: cut short by an error, not the budget; left out ({run.error})")
         elif not run.valid:
             warnings.append(f"{run.source}: no valid score in its score log; counted as normalised 0")
+        if run.scoring_failure and run.ended_by != "error":
+            warnings.append(f"{run.source}: the final scoring failed on the agent's files; counted as an invalid entry")
         if run.time_from_wall_clock:
             warnings.append(f"{run.source}: no working times recorded; its score over time uses wall-clock time")
     counted = [run for run in runs if run.counted]
@@ -349,6 +358,7 @@ def analyse(
                 low,
                 high,
                 sum(not run.valid for run in members),
+                sum(run.scoring_failure for run in members),
                 [run.source for run in members],
             )
         )
@@ -532,6 +542,7 @@ def write_report(report: Report, out: Path) -> None:
                 "ci95_low",
                 "ci95_high",
                 "invalid_only_runs",
+                "scoring_failures",
                 "anchors",
                 "sources",
             ]
@@ -548,6 +559,7 @@ def write_report(report: Report, out: Path) -> None:
                     row.ci_low,
                     row.ci_high,
                     row.invalid_only_runs,
+                    row.scoring_failures,
                     row.anchors,
                     " ".join(row.sources),
                 ]
@@ -594,14 +606,15 @@ def markdown(report: Report) -> str:
         "",
         "Mean normalised score of the runs (start 0, reference 1) with a 95% percentile-bootstrap CI.",
         "",
-        "| environment | group | scale | budget | runs | mean | 95% CI | invalid-only | anchors |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| environment | group | scale | budget | runs | mean | 95% CI | invalid-only | scorer failed on files | "
+        "anchors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report.rows:
         lines.append(
             f"| {row.environment} | {row.group} | {row.scale} | {_budget_text(row.time_budget_hours)} | {row.runs} | "
             f"{_fmt(row.mean_normalised)} | [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}] | {row.invalid_only_runs} | "
-            f"{row.anchors} |"
+            f"{row.scoring_failures} | {row.anchors} |"
         )
     lines += [
         "",
@@ -632,7 +645,7 @@ def markdown(report: Report) -> str:
         lines.append("")
     lines += ["## Paper's human reference (full scale, H100)", ""]
     lines += [f"- {m['label']}: {m['normalised']} ({m['provenance']})" for m in report.paper_human_reference]
-    lines += ["", "## Plots", ""] + ([f"![{p}]({p})" for p in report.plots] or ["none (install rebench[report])"])
+    lines += ["", "## Plots", ""] + ([f"![{p}]({p})" for p in report.plots] or ["none (pip install matplotlib)"])
     lines += [
         "",
         "## Runs",
@@ -660,6 +673,6 @@ def make_report(
     try:
         report.plots = write_plots(report, out)
     except ImportError:
-        report.warnings.append("no plots: matplotlib is missing (pip install 'rebench[report]')")
+        report.warnings.append("no plots: matplotlib is missing (pip install matplotlib)")
     write_report(report, out)
     return report

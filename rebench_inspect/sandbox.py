@@ -14,7 +14,7 @@ import subprocess
 import sys
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
@@ -30,13 +30,34 @@ SANDBOX_TYPES: tuple[str, ...] = ("docker", "k8s", "local")
 IMAGE_REGISTRY = "ghcr.io/rebench"
 IMAGE_VERSION = "0.1.0"
 AGENT_WORKSPACE = f"{CONTAINER_HOME}/workspace"
+# The service scoring programs run in when the environment scores apart from the agent (`isolated_scoring`).
+SCORING_SERVICE = "scoring"
 KEEP_ALIVE = ["tail", "-f", "/dev/null"]
 
 # Smoke runs on a laptop or a 2-core, 24 GB CI machine: no GPU, and room left for the host.
 SMOKE_CPUS = 2
 SMOKE_MEMORY_GB = 8
-# Full scale: shared memory for data-loader workers (PyTorch's default 64 MB breaks them).
-FULL_SHM_GB = 16
+
+
+class ContainerLimits(NamedTuple):
+    """What one sample's container may use besides its CPUs, memory and GPUs (the same for Docker and k8s)."""
+
+    pids: int  # processes and threads of every user in the container together: a fork bomb stops here
+    temp_gb: int  # each of TEMP_DIRS: a tmpfs, so it counts against the memory limit
+    shm_gb: int  # /dev/shm
+
+
+CONTAINER_LIMITS: dict[Scale, ContainerLimits] = {
+    "smoke": ContainerLimits(pids=512, temp_gb=1, shm_gb=1),
+    # Room for 8-GPU data-parallel training with data-loader workers and their threads; shared memory for those
+    # workers (PyTorch's default 64 MB breaks them).
+    "full": ContainerLimits(pids=16384, temp_gb=16, shm_gb=16),
+}
+# The temporary folders the agent user may write, executable (compilers and torch.compile use /tmp). Its home is
+# the container's disk, which only the engine's storage quota can cap (see the README); setup closes the image's
+# world-writable lock folder, which no task needs.
+TEMP_DIRS = ("/tmp", "/var/tmp")
+LOCK_DIR = "/run/lock"
 
 # k8s defaults that match the NVIDIA GPU operator; each can be changed per run with these environment variables.
 # The chart reads the runtime class name "CLUSTER_DEFAULT" as "set none".
@@ -61,20 +82,25 @@ def gpus_for(environment: EnvironmentSpec, scale: Scale) -> int:
 
 
 def compose_service(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
-    """The `default` service of the Docker sandbox. No network, root as the default user (scorers run as root)."""
+    """The `default` service of the Docker sandbox. No network, root as the default user (scorers run as root),
+    the scale's `CONTAINER_LIMITS`, and no privilege gained through a setuid program unless the agent needs one."""
+    limits = CONTAINER_LIMITS[scale]
     service: dict[str, Any] = {
         "image": image_tag(environment.name, scale),
         "init": True,  # reaps what the agent's processes leave behind
         "command": KEEP_ALIVE,
         "network_mode": "none",  # a custom compose replaces Inspect's default isolation
         "working_dir": AGENT_WORKSPACE,
+        "pids_limit": limits.pids,
+        "tmpfs": [f"{folder}:size={limits.temp_gb}g,mode=1777,exec" for folder in TEMP_DIRS],
+        "shm_size": f"{limits.shm_gb}g",
     }
+    if not environment.agent_runs_setuid:
+        service["security_opt"] = ["no-new-privileges:true"]
     if scale == "smoke":
-        service.update(cpus=SMOKE_CPUS, mem_limit=f"{SMOKE_MEMORY_GB}g", shm_size="1g")
+        service.update(cpus=SMOKE_CPUS, mem_limit=f"{SMOKE_MEMORY_GB}g")
         return service
-    service.update(
-        cpus=environment.resources.cpus, mem_limit=f"{environment.resources.memory_gb}g", shm_size=f"{FULL_SHM_GB}g"
-    )
+    service.update(cpus=environment.resources.cpus, mem_limit=f"{environment.resources.memory_gb}g")
     if environment.resources.gpus:
         service["deploy"] = {
             "resources": {
@@ -87,13 +113,26 @@ def compose_service(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any
 
 
 def compose_config(environment: EnvironmentSpec, scale: Scale) -> ComposeConfig:
-    return ComposeConfig.model_validate({"services": {"default": compose_service(environment, scale)}})
+    return ComposeConfig.model_validate(
+        {"services": with_scoring_service(environment, compose_service(environment, scale))}
+    )
+
+
+def with_scoring_service(environment: EnvironmentSpec, service: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The sandbox's services: the agent's (`default`) and, for an environment that scores apart from the agent, a
+    second one like it (same image, limits and devices, its own filesystem, no network) where scoring runs."""
+    services = {"default": service}
+    if environment.isolated_scoring:
+        services[SCORING_SERVICE] = dict(service)
+    return services
 
 
 def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
     """Helm values for inspect-k8s-sandbox's agent-env chart (validated against its schema by the tests).
 
-    The container runs as root (exec(user="agent") goes through runuser); the agent's tools run as `agent`.
+    The container runs as root (exec(user="agent") goes through runuser); the agent's tools run as `agent`. Its
+    temporary folders and /dev/shm are capped as `CONTAINER_LIMITS` says, and no setuid program gains privileges
+    unless the agent needs one.
     GPU environments get the GPU count as request and limit, the NVIDIA toleration, and a runtime class and node
     selector that `REBENCH_K8S_RUNTIME_CLASS` / `REBENCH_K8S_NODE_SELECTOR` override for one run.
     """
@@ -110,6 +149,18 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
         "networkIsolated": True,  # per service in the chart: no egress, no ingress
         "resources": {"requests": dict(amounts), "limits": dict(amounts)},
     }
+    limits = CONTAINER_LIMITS[scale]
+    # Memory-backed emptyDirs hold a tmpfs of at most sizeLimit; they start 0777, which setup makes sticky (1777).
+    # The pids limit is the kubelet's (`podPidsLimit`), not the pod's: see the README.
+    sizes = {"/dev/shm": limits.shm_gb, **dict.fromkeys(TEMP_DIRS, limits.temp_gb)}
+    names = {folder: folder.strip("/").replace("/", "-") for folder in sizes}
+    service["volumes"] = [
+        {"name": names[folder], "emptyDir": {"medium": "Memory", "sizeLimit": f"{gb}Gi"}}
+        for folder, gb in sizes.items()
+    ]
+    service["volumeMounts"] = [{"name": names[folder], "mountPath": folder} for folder in sizes]
+    if not environment.agent_runs_setuid:
+        service["securityContext"] = {"allowPrivilegeEscalation": False}
     if gpus:
         service["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     # Unset: GPU pods get the GPU operator's runtime class, CPU pods the chart's default (gVisor).
@@ -120,15 +171,16 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
     selector = json.loads(selector_text) if selector_text else (DEFAULT_GPU_NODE_SELECTOR if gpus else {})
     if selector:
         service["nodeSelector"] = selector
-    return {"services": {"default": service}}
+    return {"services": with_scoring_service(environment, service)}
 
 
 def k8s_values_file(environment: EnvironmentSpec, scale: Scale) -> Path:
     """Write the values where the k8s sandbox can read them; the name hashes the content (runs never collide)."""
     text = yaml.safe_dump(k8s_values(environment, scale), sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("REBENCH_CACHE_DIR") or Path.home() / ".cache" / "rebench")
-    path = cache / "k8s-values" / f"{environment.name}-{scale}-{digest}.yaml"
+    from rebench.sandbox_lib.paths import cache_root  # here, not at import: the registry import stays light
+
+    path = cache_root() / "k8s-values" / f"{environment.name}-{scale}-{digest}.yaml"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# Generated by rebench_inspect.sandbox.k8s_values for {environment.name} ({scale}).\n{text}")

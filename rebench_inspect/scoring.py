@@ -4,6 +4,7 @@ Every scoring run (the starting workspace after setup, each use of the agent's `
 `task score` under `human_cli`, and the final pass) goes through the one `rebench_scorer`. Inspect's
 intermediate-scoring API (`inspect_ai.scorer.score`) calls it during the run, so each entry appears as an
 "Intermediate Score" in the viewer; Inspect's final scoring pass calls it once more after the agent stops.
+What a scoring run shows the participant, by any of these routes, is `participant_view`'s decision.
 """
 
 import json
@@ -12,17 +13,18 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
-from inspect_ai.util import sample_limits, sandbox
+from inspect_ai.util import SandboxEnvironment, sample_limits, sandbox
 from pydantic import BaseModel, ValidationError, field_validator
 
 from .environment import EnvironmentSpec, Scale
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from .staging import scoring_command, staged_tree
+from .staging import sandbox_lib_tree, scoring_command, staged_tree
 from .state import rebench_state
 from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
 
@@ -62,6 +64,11 @@ class ScoringProgramResult(BaseModel):
         return details
 
 
+# The details key a scoring program sets when the submission's data set off a bug of the scorer (sandbox_lib's `main`,
+# docs/CONTRACT.md): the entry is invalid, and `rebench report` counts the runs whose final scoring ended so.
+SCORING_FAILURE = "scoring_failure"
+
+
 class ScoringInfrastructureError(RuntimeError):
     """The scoring program itself failed: the sample errors (and can be retried); no log entry is made."""
 
@@ -77,17 +84,31 @@ async def open_services(
         yield environment
 
 
-async def stage_in_sandbox(environment: EnvironmentSpec, destination: str) -> None:
+async def stage_in_sandbox(
+    environment: EnvironmentSpec, destination: str, box: SandboxEnvironment | None = None
+) -> None:
     """Replace `destination` with a fresh copy of the staged tree, writable and readable by root only."""
-    box = sandbox()
-    await checked_exec(["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'])
-    for relative, source in staged_tree(environment).items():
+    await stage_files(staged_tree(environment), destination, box or sandbox())
+
+
+async def stage_files(files: dict[str, Path], destination: str, box: SandboxEnvironment) -> None:
+    """Replace `destination` in `box` with a fresh copy of `files`, writable and readable by root only."""
+    await checked_exec(
+        ["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'], box=box
+    )
+    for relative, source in files.items():
         await box.write_file(f"{destination}/{relative}", source.read_bytes())
 
 
-async def checked_exec(cmd: list[str], timeout: int = HARNESS_COMMAND_TIMEOUT_S, cwd: str | None = None) -> str:
-    """A harness command in the sandbox (as root); its failure is an infrastructure error."""
-    result = await sandbox().exec(cmd, timeout=timeout, cwd=cwd)
+async def checked_exec(
+    cmd: list[str],
+    timeout: int = HARNESS_COMMAND_TIMEOUT_S,
+    cwd: str | None = None,
+    box: SandboxEnvironment | None = None,
+) -> str:
+    """A harness command in the sandbox (as root; `box`: another of the sample's sandboxes than the default one);
+    its failure is an infrastructure error."""
+    result = await (box or sandbox()).exec(cmd, timeout=timeout, cwd=cwd)
     if not result.success:
         raise ScoringInfrastructureError(f"sandbox command failed: {' '.join(cmd)}: {result.stderr[-3000:]}")
     return result.stdout
@@ -99,10 +120,29 @@ async def run_scoring_program(
     layout: SandboxLayout,
     services: Sequence[SandboxService] = (),
 ) -> ScoringProgramResult:
-    """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure."""
-    await stage_in_sandbox(environment, layout.scoring_dir)
+    """Stage the scoring program root-only and run it as root in a fresh process; raise on infrastructure failure.
+
+    Where the layout names a scoring service, the program runs there, on a root-made copy of the workspace
+    (`copy_submission`), and the services open there too: nothing it runs can reach the agent's files or processes.
+    Meanwhile the agent's processes are stopped, so none of them runs beside the scoring run (contending with a
+    timed run, or watching devices the two containers share).
+    """
+    if layout.scoring_service is None:
+        return await _run_program(environment, scale, layout, services)
+    async with agent_processes_paused(layout):
+        refusal = await copy_submission(environment, layout)
+        if refusal is not None:
+            return ScoringProgramResult(valid=False, message=refusal)
+        return await _run_program(environment, scale, layout.scoring_layout, services)
+
+
+async def _run_program(
+    environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout, services: Sequence[SandboxService]
+) -> ScoringProgramResult:
+    box = layout.sandbox()
+    await stage_in_sandbox(environment, layout.scoring_dir, box)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
-    await checked_exec(["mkdir", "-p", f"{layout.protected}/results"])
+    await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
     command = scoring_command(
         environment,
         scale,
@@ -115,7 +155,7 @@ async def run_scoring_program(
     )
     async with open_services(services, layout, "scoring") as service_env:
         try:
-            execution = await sandbox().exec(
+            execution = await box.exec(
                 command,
                 cwd=layout.protected,
                 env=service_env,
@@ -128,8 +168,8 @@ async def run_scoring_program(
             f"the {environment.name} scoring program failed (exit {execution.returncode}): {execution.stderr[-3000:]}"
         )
     try:
-        text = await sandbox().read_file(result_file)
-        await sandbox().exec(["rm", "-f", result_file])
+        text = await box.read_file(result_file)
+        await box.exec(["rm", "-f", result_file])
         if len(text.encode()) > MAX_RESULT_BYTES:
             raise ScoringInfrastructureError(
                 f"the {environment.name} scoring program wrote a result over {MAX_RESULT_BYTES} bytes"
@@ -140,6 +180,54 @@ async def run_scoring_program(
         raise ScoringInfrastructureError(
             f"the {environment.name} scoring program wrote no valid result ({type(ex).__name__})"
         ) from None
+
+
+# Sends signal $1 (STOP, CONT) to every process of user $2; none may be running.
+_SIGNAL_USER = 'pkill "-$1" -u "$2"; test $? -le 1'
+
+
+@asynccontextmanager
+async def agent_processes_paused(layout: SandboxLayout) -> AsyncIterator[None]:
+    """Every process of the agent's user stopped (SIGSTOP) in its container for the duration, then continued."""
+    if not layout.agent_user:
+        yield
+        return
+    box = layout.sandbox()
+    await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "STOP", layout.agent_user], box=box)
+    try:
+        yield
+    finally:
+        await checked_exec(["sh", "-c", _SIGNAL_USER, "pause", "CONT", layout.agent_user], box=box)
+
+
+async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -> str | None:
+    """Replace the scoring service's workspace with a root-made copy of the agent's (`sandbox_lib.submission`: the
+    safe snapshot, without the spec's ignored files). Returns why the workspace could not be copied (the entry is
+    then invalid), else None. The parts pass through the host, one read at a time; both ends are root-only."""
+    agent_box, scoring = layout.sandbox(), layout.scoring_layout
+    scoring_box = scoring.sandbox()
+    tools, outbox = f"{layout.protected}/submission", f"{layout.protected}/submission/out"
+    await stage_files(sandbox_lib_tree(), tools, agent_box)
+    ignored = [argument for pattern in environment.workspace_ignore for argument in ("--ignore", pattern)]
+    pack = [layout.python, "-m", "sandbox_lib.submission", "pack", "--workspace", layout.workspace, "--out", outbox]
+    output = await checked_exec([*pack, *ignored], cwd=tools, box=agent_box)
+    try:
+        report = json.loads(output.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as ex:
+        raise ScoringInfrastructureError(
+            f"copying the workspace for scoring printed no report: {output[-500:]}"
+        ) from ex
+    if "too_large" in report:
+        return f"the workspace could not be copied for scoring: {report['too_large']}"
+    inbox = f"{scoring.protected}/submission/in"
+    await stage_files(sandbox_lib_tree(), f"{scoring.protected}/submission", scoring_box)
+    for part in report["parts"]:
+        await scoring_box.write_file(f"{inbox}/{part}", await agent_box.read_file(f"{outbox}/{part}", text=False))
+    await checked_exec(["rm", "-rf", tools], box=agent_box)
+    unpack = [scoring.python, "-m", "sandbox_lib.submission", "unpack", "--parts", inbox, "--workspace"]
+    owner = ["--owner", scoring.agent_user] if scoring.agent_user else []
+    await checked_exec([*unpack, scoring.workspace, *owner], cwd=f"{scoring.protected}/submission", box=scoring_box)
+    return None
 
 
 def score_log() -> list[ScoreEntry]:
@@ -191,16 +279,15 @@ def anchors_metadata(environment: EnvironmentSpec, scale: Scale) -> dict:
     }
 
 
-def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale) -> Score:
-    """An intermediate score: the value of this one entry (NaN when invalid)."""
+def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale, visible: bool) -> Score:
+    """An intermediate score: what the participant may see of this one entry (`task score` under `human_cli` prints
+    its answer and value; so does `task status`). With hidden scores it holds no value: the score log in the store
+    and the final score's metadata keep every value for the operator."""
     return Score(
-        value={
-            "normalised": entry.normalised if entry.normalised is not None else math.nan,
-            "transformed": entry.transformed if entry.transformed is not None else math.nan,
-        },
+        value=participant_view(entry, visible),
         answer=f"entry {entry.index} ({entry.label})",
-        explanation=describe_entry(entry, visible=True),
-        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment, scale)},
+        explanation=describe_entry(entry, visible),
+        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment, scale)} if visible else None,
     )
 
 
@@ -232,27 +319,71 @@ def final_score(entries: list[ScoreEntry], environment: EnvironmentSpec, scale: 
     )
 
 
-def describe_entry(entry: ScoreEntry, visible: bool) -> str:
-    """One line for the agent (hidden variant: validity only) or for the log."""
-    head = f"#{entry.index} [{entry.label}] at {entry.wall_time_s:.0f}s: {'valid' if entry.valid else 'INVALID'}"
+ParticipantView = dict[str, bool | float | str]
+
+
+def participant_view(entry: ScoreEntry, visible: bool) -> ParticipantView:
+    """What one scoring run may show whoever does the task (the agent's `score` and `score_log`, a human's
+    `task score`): validity and the scoring program's message (which never holds the score, docs/CONTRACT.md), and
+    with visible scores the raw, transformed and normalised values of a valid entry. The one place that decides."""
+    view: ParticipantView = {"valid": entry.valid}
     if visible and entry.valid:
-        head += f", raw={entry.raw:.6g}, transformed={entry.transformed:.4f}, normalised score={entry.normalised:.3f}"
-    return f"{head}. {entry.message}".strip()
+        for name in ("raw", "transformed", "normalised"):
+            value = getattr(entry, name)
+            view[name] = math.nan if value is None else value
+    view["message"] = entry.message
+    return view
 
 
-# The agent's user owns nothing that may run on once its time is up: repeated, so that forks racing the kill die too.
-_KILL_AGENT_PROCESSES = (
-    'for attempt in 1 2 3 4 5 6 7 8 9 10; do pkill -KILL -u "$1"; pgrep -u "$1" >/dev/null || exit 0; sleep 0.2; done; '
-    'echo "processes of $1 survive: $(pgrep -u "$1" -l | head -n 5)" >&2; exit 1'
-)
+def scores_visible() -> bool:
+    """This sample's setting (`-T score_visible`), which `participant_view` is given by every caller in a run."""
+    return rebench_state().score_visible
 
 
-async def stop_agent_processes(layout: SandboxLayout) -> None:
-    """Before the final score, end every process of the agent user: a loop left rewriting the workspace or a spinner
-    eating the CPU must not change what the final scoring run sees or measures. Without a user switch (the local
-    sandbox) there is no agent user to tell processes by, and nothing is stopped."""
-    if layout.agent_user:
-        await checked_exec(["sh", "-c", _KILL_AGENT_PROCESSES, "stop-agent", layout.agent_user])
+def describe_entry(entry: ScoreEntry, visible: bool) -> str:
+    """One line of `participant_view` (the log's explanations use the full view)."""
+    view = participant_view(entry, visible)
+    head = f"#{entry.index} [{entry.label}] at {entry.wall_time_s:.0f}s: {'valid' if view['valid'] else 'INVALID'}"
+    if "normalised" in view:
+        head += (
+            f", raw={view['raw']:.6g}, transformed={view['transformed']:.4f}, normalised score={view['normalised']:.3f}"
+        )
+    return f"{head}. {view['message']}".strip()
+
+
+# Seconds the stop goes on killing before it lists what survives: processes caught inside the kernel with SIGKILL
+# pending, which never run the agent's code again.
+STOP_DEADLINE_S = 60
+
+
+def agent_users(environment: EnvironmentSpec, layout: SandboxLayout) -> list[str]:
+    """The users whose processes are the agent's: its own and those it can start processes as (none in the local
+    sandbox, which has no agent user to tell processes by)."""
+    return [layout.agent_user, *environment.agent_extra_users] if layout.agent_user else []
+
+
+def stop_command(environment: EnvironmentSpec, layout: SandboxLayout) -> list[str]:
+    """The root command that freezes, then kills, every process of the agent's users (`sandbox_lib/users.py`)."""
+    return [
+        layout.python,
+        "-I",
+        f"{layout.scoring_dir}/sandbox_lib/users.py",
+        "stop",
+        *agent_users(environment, layout),
+        "--deadline",
+        str(STOP_DEADLINE_S),
+    ]
+
+
+async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayout) -> list[dict]:
+    """Before the final score, end every process of the agent's users: a loop left rewriting the workspace or a
+    spinner eating the CPU must not change what the final scoring run sees or measures. Returns the survivors
+    (pid, uid, state), recorded with the final score: a process that will not die cannot make the sample fail."""
+    if not agent_users(environment, layout):
+        return []
+    await stage_in_sandbox(environment, layout.scoring_dir)
+    output = await checked_exec(stop_command(environment, layout), timeout=STOP_DEADLINE_S + HARNESS_COMMAND_TIMEOUT_S)
+    return json.loads(output)["survivors"]
 
 
 @scorer(metrics={"normalised": [mean(), stderr()], "transformed": [mean()]}, name=SCORER_NAME)
@@ -261,11 +392,13 @@ def rebench_scorer(environment: EnvironmentSpec, scale: Scale, services: Sequenc
 
     async def score(state: TaskState, target: Target) -> Score:
         if state.completed:
-            await stop_agent_processes(current_layout())
+            survivors = await stop_agent_processes(environment, current_layout())
             await append_score_entry(environment, scale, "final", services)
-            return final_score(score_log(), environment, scale)
+            final = final_score(score_log(), environment, scale)
+            final.metadata = {**(final.metadata or {}), "agent_processes_surviving_the_stop": survivors}
+            return final
         label = "start" if not score_log() else "agent"
         entry = await append_score_entry(environment, scale, label, services)
-        return entry_score(entry, environment, scale)
+        return entry_score(entry, environment, scale, scores_visible())
 
     return score

@@ -26,6 +26,11 @@ def staged_tree(environment: EnvironmentSpec) -> dict[str, Path]:
     return staged
 
 
+def sandbox_lib_tree() -> dict[str, Path]:
+    """sandbox_lib alone: what copies the workspace into the scoring service (scoring.copy_submission)."""
+    return _tree(Path(str(files("rebench"))) / "sandbox_lib", "sandbox_lib/")
+
+
 def _copy(files: dict[str, Path], destination: Path) -> Path:
     for relative, source in files.items():
         target = destination / relative
@@ -92,6 +97,8 @@ def scoring_command(
         command += ["--ignore", pattern]
     if run_as:
         command += ["--run-as", run_as]
+        for user in environment.agent_extra_users:
+            command += ["--agent-extra-user", user]
     return command
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import Sample
@@ -13,10 +14,10 @@ from inspect_ai.util import sandbox
 
 from .agent import rebench_agent
 from .calibrate import load_anchors
-from .environment import SCALES, EnvironmentSpec, Scale
-from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters
+from .environment import EnvironmentSpec, Scale
+from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskParameterError, checked_parameters
 from .layout import SandboxLayout, detect_layout
-from .sandbox import SANDBOX_TYPES, sandbox_spec, warn_about_docker
+from .sandbox import LOCK_DIR, SCORING_SERVICE, TEMP_DIRS, sandbox_spec, warn_about_docker
 from .scoring import (
     SCORER_NAME,
     SandboxService,
@@ -124,7 +125,7 @@ def rebench_setup(
     """Lay out the workspace, prepare models and data, and score the starting solution (the log's first entry)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        layout = await detect_layout(agent_user)
+        layout = await detect_layout(agent_user, SCORING_SERVICE if environment.isolated_scoring else None)
         state_store = rebench_state()
         state_store.layout = layout
         state_store.score_visible = score_visible
@@ -157,28 +158,42 @@ def close_agent_services() -> Callable[[TaskState], Awaitable[None]]:
 async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
     await checked_exec(["mkdir", "-p", layout.workspace, layout.protected])
     await checked_exec(["chmod", "700", layout.protected])
+    if layout.is_container:
+        # k8s mounts the capped temporary folders 0777: sticky, so no user can rename or delete another's files.
+        await checked_exec(["sh", "-c", 'mkdir -p "$@" && chmod 1777 "$@"', "temp-dirs", *TEMP_DIRS])
+        await checked_exec(["sh", "-c", 'if [ -d "$1" ]; then chmod 755 "$1"; fi', "lock-dir", LOCK_DIR])
     for relative, source in workspace_files(environment, scale).items():
         await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
     if environment.prepare_script is not None:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
         transcript().info(f"Preparing {environment.name} at {scale} scale (models and data; cached after a first run)…")
         started = time.monotonic()
-        await stage_in_sandbox(environment, layout.prepare_dir)
-        await checked_exec(
-            prepare_command(
-                scale,
-                python=layout.python,
-                prepare_dir=layout.prepare_dir,
-                workspace=layout.workspace,
-                protected=layout.protected,
-                setup=True,
-            ),
-            timeout=environment.setup_timeout_s[scale],
-            cwd=layout.protected,
-        )
+        await _prepare(environment, scale, layout)
+        if layout.scoring_service is not None:
+            # The scoring service prepares its own held-out data from the same image (its /protected, root-only like
+            # the agent's container's), so nothing of it passes through the agent's container.
+            await _prepare(environment, scale, layout.scoring_layout)
         transcript().info(f"Prepared {environment.name} in {time.monotonic() - started:.0f} s.")
     if layout.agent_user:
         await checked_exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
+
+
+async def _prepare(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
+    box = layout.sandbox()
+    await stage_in_sandbox(environment, layout.prepare_dir, box)
+    await checked_exec(
+        prepare_command(
+            scale,
+            python=layout.python,
+            prepare_dir=layout.prepare_dir,
+            workspace=layout.workspace,
+            protected=layout.protected,
+            setup=True,
+        ),
+        timeout=environment.setup_timeout_s[scale],
+        cwd=layout.protected,
+        box=box,
+    )
 
 
 def build_task(
@@ -205,35 +220,29 @@ def build_task(
     merged over the environment's per-scale fields. `anchors` is an anchors file from `rebench calibrate`: its
     anchors replace the environment's at this scale, and every score's metadata names it.
     """
-    if parameters is not None:
-        scale, time_budget_hours, token_limit, message_limit = (
-            parameters.scale,
-            parameters.time_budget_hours,
-            parameters.token_limit,
-            parameters.message_limit,
+    if parameters is None:
+        parameters = CommonParameters(
+            scale=scale,
+            time_budget_hours=time_budget_hours,
+            token_limit=token_limit,
+            message_limit=message_limit,
+            sandbox=sandbox,
+            agent_user=agent_user,
+            score_visible=score_visible,
+            epochs=epochs,
+            anchors=anchors,
         )
-        sandbox, agent_user, score_visible, epochs, anchors = (
-            parameters.sandbox,
-            parameters.agent_user,
-            parameters.score_visible,
-            parameters.epochs,
-            parameters.anchors,
-        )
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {', '.join(SCALES)}, not {scale!r}")
-    if sandbox not in SANDBOX_TYPES:
-        raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_TYPES)}, not {sandbox!r}")
-    hours = float(time_budget_hours)  # -T values arrive YAML-typed, e.g. int 2
-    if hours <= 0:
-        raise ValueError("time_budget_hours must be positive")
+    parameters = checked_parameters(environment, parameters)
+    scale, hours, anchors = cast(Scale, parameters.scale), parameters.time_budget_hours, parameters.anchors
     if anchors:
         # Every scoring path reads the environment's anchors, so the calibrated ones travel with it.
-        calibrated = load_anchors(anchors, environment, scale)
+        try:
+            calibrated = load_anchors(anchors, environment, scale)
+        except (OSError, ValueError, KeyError) as ex:
+            raise TaskParameterError(f"rebench/{environment.name}: anchors file {anchors!r} unusable: {ex}") from ex
         environment = environment.model_copy(update={"anchors": {**environment.anchors, scale: calibrated}})
-    visible = environment.score_visible if score_visible is None else bool(score_visible)
-    if visible and not environment.score_visible:
-        raise ValueError(f"{environment.name} never shows scores to the agent (spec); score_visible must be false")
-    if sandbox == "docker":
+    visible = environment.score_visible if parameters.score_visible is None else parameters.score_visible
+    if parameters.sandbox == "docker":
         warn_about_docker(environment, scale)
     working_limit = round(hours * 3600)
     sample = Sample(
@@ -250,16 +259,18 @@ def build_task(
     )
     return Task(
         dataset=[sample],
-        setup=rebench_setup(environment, scale, agent_user or None, hours, visible, services, instruction_fields),
+        setup=rebench_setup(
+            environment, scale, parameters.agent_user or None, hours, visible, services, instruction_fields
+        ),
         cleanup=close_agent_services() if services else None,
         solver=rebench_agent(),
         scorer=rebench_scorer(environment, scale, services),
-        sandbox=sandbox_spec(environment, sandbox, scale),
+        sandbox=sandbox_spec(environment, parameters.sandbox, scale),
         working_limit=working_limit,
         time_limit=round(working_limit * TIME_LIMIT_FACTOR),
-        token_limit=token_limit,
-        message_limit=message_limit,
-        epochs=Epochs(int(epochs), ["mean", "max"]),
+        token_limit=parameters.token_limit,
+        message_limit=parameters.message_limit,
+        epochs=Epochs(parameters.epochs, ["mean", "max"]),
         model_roles=model_roles,
         headline_metric=HeadlineMetric(scorer=SCORER_NAME, score="normalised", metric="mean", reducer="mean"),
         metadata={"environment": environment.name, "scale": scale},

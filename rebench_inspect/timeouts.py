@@ -1,4 +1,4 @@
-"""Named time limits of the host side, in seconds (one place; `tests/machinery/test_timeouts.py` checks that each
+"""Named time limits of the host side, in seconds (one place; `tests/contract/test_environments.py` checks that each
 environment's inner limits fit inside them).
 
 Nesting, outermost first: Inspect's sample `time_limit` (working budget × TIME_LIMIT_FACTOR, rebench_inspect.task)

@@ -6,18 +6,17 @@ There is no hand-kept list: an environment exists when its folder has a `task.py
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 
 from inspect_ai import Task
 
 from rebench_inspect.environment import EnvironmentSpec
 
+from . import environment_names
+
 
 def _task_modules() -> list[ModuleType]:
-    root = Path(__file__).resolve().parent
-    folders = sorted(path.parent.name for path in root.glob("*/task.py"))
-    return [importlib.import_module(f"{__package__}.{folder}.task") for folder in folders]
+    return [importlib.import_module(f"{__package__}.{folder}.task") for folder in environment_names()]
 
 
 _MODULES = _task_modules()

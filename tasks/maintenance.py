@@ -3,12 +3,15 @@
 from inspect_ai import Task, task
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from rebench_inspect.choices import not_one_of
+from rebench_inspect.environment_task import TaskParameterError, in_rebench_namespace
 from rebench_inspect.reference import install_reference_solution, sandbox_check_task
 
 from .environments import TASKS, environment_named
 
 
 @solver
+@in_rebench_namespace
 def reference_solution() -> Solver:
     """Install the environment's reference solution in the workspace instead of running an agent.
 
@@ -24,6 +27,7 @@ def reference_solution() -> Solver:
 
 
 @solver
+@in_rebench_namespace
 def starting_or_reference_solution() -> Solver:
     """Keep the starting workspace, or install the reference, as the sandbox-check sample says."""
 
@@ -37,6 +41,7 @@ def starting_or_reference_solution() -> Solver:
 
 
 @task
+@in_rebench_namespace
 def sandbox_check(environment: str = "optimize_kernel", scale: str = "full", sandbox: str = "docker") -> Task:
     """Certify an image: the starting solution must score ≈ 0 and the reference ≈ 1 (maintenance task).
 
@@ -45,5 +50,7 @@ def sandbox_check(environment: str = "optimize_kernel", scale: str = "full", san
         scale: `full` (the real image and hardware) or `smoke`.
         sandbox: `docker`, `k8s` or `local`.
     """
+    if environment not in TASKS:
+        raise TaskParameterError(f"rebench/sandbox_check: {not_one_of('environment', environment, sorted(TASKS))}")
     environment_task = TASKS[environment](scale=scale, sandbox=sandbox)
     return sandbox_check_task(environment_named(environment), environment_task, starting_or_reference_solution())

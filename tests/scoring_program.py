@@ -3,6 +3,7 @@ staging, in a fresh process, one JSON result (docs/CONTRACT.md)."""
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rebench_inspect.environment import EnvironmentSpec
+from rebench_inspect.layout import SandboxLayout
+from rebench_inspect.scoring import stop_command
 from rebench_inspect.staging import scoring_command, stage_tree
 
 RESULT_KEYS = {"valid", "raw", "message", "details"}
@@ -53,3 +56,28 @@ def scoring_result(environment: EnvironmentSpec, workspace: Path, protected: Pat
     result = json.loads((protected / "result.json").read_text())
     assert set(result) == RESULT_KEYS
     return result
+
+
+def run_final_stop(environment: EnvironmentSpec, agent_user: str, protected: Path) -> subprocess.CompletedProcess:
+    """The host's stop before the final score, as it runs in the sandbox: the staged script, as root."""
+    layout = SandboxLayout(
+        workspace=str(protected.parent / "workspace"),
+        protected=str(protected),
+        python=sys.executable,
+        agent_user=agent_user,
+        is_container=True,
+    )
+    stage_tree(environment, Path(layout.scoring_dir))
+    return subprocess.run(stop_command(environment, layout), capture_output=True, text=True, timeout=180)
+
+
+def users_can_run(users: tuple[str, ...], probe: str, as_user: str) -> bool:
+    """Root, every one of `users` exists (the image's), and the shell command `probe` succeeds as `as_user`."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        for user in users:
+            pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return subprocess.run(["su", "-s", "/bin/sh", as_user, "-c", probe], capture_output=True).returncode == 0

@@ -7,22 +7,26 @@ needs), so no process left behind by the agent can make judge calls that no budg
 `model` event of role `judge` in the transcript, and the ledger (`rebench:model_proxy:judge` in the sample store)
 counts calls per purpose.
 
-The agent learns the endpoint from `<workspace>/judge_api.env`.
+The agent learns the endpoint from `<workspace>/judge_api.env`; scoring runs learn the judge model from
+`REBENCH_JUDGE_MODEL`.
 
 `env_service(...)` is a tiny service that only adds environment variables for the scoring program (used to keep
 the best submission and to re-score it on the second held-out set).
 """
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 from inspect_ai.util import sandbox, store
 
-from rebench_inspect.model_proxy import ModelRoleProxy, ledger_key
+from rebench_inspect.model_proxy import ModelRoleProxy, PriceTable, ledger_key
 
 JUDGE_ROLE = "judge"
 JUDGE_ENV_FILE = "judge_api.env"
+# The budget counts judge calls; dollars are only reported in the ledger, at these prices where Inspect's model
+# database has none.
+JUDGE_PRICES = PriceTable({"gpt-3.5-turbo-0125": (0.50, 1.50)}, fallback_model="gpt-3.5-turbo-0125")
 
 
 class JudgeBudgetExhausted(RuntimeError):
@@ -36,18 +40,14 @@ class JudgeProxy(ModelRoleProxy):
         if call_budget < 0:
             raise ValueError("the judge call budget must be >= 0")
         super().__init__(
-            role=JUDGE_ROLE, default_model=default_model, budget_usd=float("inf"), env_file_name=JUDGE_ENV_FILE
+            role=JUDGE_ROLE,
+            prices=JUDGE_PRICES,
+            default_model=default_model,
+            budget_usd=float("inf"),
+            env_file_name=JUDGE_ENV_FILE,
         )
         self.call_budget = int(call_budget)
         self.scoring_call_budget = scoring_call_budget
-
-    def __call__(self, layout: Any, purpose: str) -> AbstractAsyncContextManager[dict[str, str]]:
-        return self._open_judge(layout, purpose)
-
-    @asynccontextmanager
-    async def _open_judge(self, layout: Any, purpose: str) -> AsyncIterator[dict[str, str]]:
-        async with self.open(layout, purpose) as env:  # type: ignore[arg-type]
-            yield {**env, "REBENCH_JUDGE_MODEL": env.get("REBENCH_SCAFFOLD_MODEL", "")}
 
     def _check_run(self, run: Any) -> None:
         """Refuse a scoring call once this scoring run's own allowance of judge calls is spent."""
@@ -84,7 +84,7 @@ class JudgeProxy(ModelRoleProxy):
             return
         body = (
             f"# The judge's OpenAI-compatible endpoint (budget: {self.call_budget} judge calls for this run).\n"
-            + "".join(f"{k}={v}\n" for k, v in env.items() if k != "REBENCH_SCAFFOLD_MODEL")
+            + "".join(f"{k}={v}\n" for k, v in env.items() if k != self.model_variable)
         )
         path = f"{workspace}/{self.env_file_name}"
         await sandbox().write_file(path, body)

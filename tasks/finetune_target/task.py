@@ -12,11 +12,11 @@ from inspect_ai import Task, task, task_with
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
 from rebench_inspect.environment_task import CommonParameters, environment_task
-from rebench_inspect.smoke_models import SMOKE_JUDGE_MODEL  # also registers the offline rebench_smoke provider
 from rebench_inspect.task import build_task
 
 from .judge_service import JUDGE_ROLE, JudgeProxy, env_service
 from .rescore import rescore_best as rescore_best_scorer
+from .smoke_judge import SMOKE_JUDGE_MODEL  # registers the offline `rebench_smoke/judge`
 
 FULL_JUDGE = "openrouter/meta-llama/llama-3-8b-instruct"
 DEFAULT_JUDGE = {"smoke": SMOKE_JUDGE_MODEL, "full": FULL_JUDGE}
@@ -32,6 +32,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Finetune GPT-2 for QA",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="win rate",
     anchors={
         "full": Anchors(
             start=0.54, reference=0.85, provenance="paper (RE-Bench §2.6), gpt2-xl, llama-3-8b-instruct judge"

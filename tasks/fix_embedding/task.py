@@ -29,6 +29,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Fix Embedding",
     transform=Transform.LOG_LOSS,
     lower_is_better=True,
+    raw_unit="loss",
     anchors={
         "full": Anchors(start=10.491, reference=2.8, provenance="paper (RE-Bench §2.3), GPT-2-XL on OpenWebText, H100"),
         "smoke": Anchors(

@@ -12,6 +12,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Optimize a Kernel",
     transform=Transform.LOG,
     lower_is_better=True,
+    raw_unit="ms",
     anchors={
         "full": Anchors(start=4.76, reference=1.6, provenance="paper (RE-Bench §2.2), H100 80GB, 1e8 int32, ms"),
         "smoke": Anchors(

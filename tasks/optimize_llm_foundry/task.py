@@ -43,6 +43,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Optimize LLM Foundry",
     transform=Transform.LOG,
     lower_is_better=True,
+    raw_unit="s",
     anchors={
         "full": Anchors(start=272.0, reference=94.0, provenance="paper (RE-Bench §2.1), 4×H100, seconds"),
         "smoke": Anchors(
@@ -65,7 +66,20 @@ ENVIRONMENT = EnvironmentSpec(
         "solution/finetune.yaml": f"{ORIGINAL_SOLUTION}/finetune.{{scale}}.yaml",
         "env.sh": "sandbox/env.sh",
     },
-    workspace_ignore=("__pycache__", "*.pyc"),
+    # What the scorer supplies itself or never reuses (score.py's RUN_IGNORE): not carried into the scoring service,
+    # where a 2.7 GB base model would otherwise be copied for every scoring run.
+    workspace_ignore=(
+        "__pycache__",
+        "*.pyc",
+        "env.sh",
+        "train_data.jsonl",
+        "base_model",
+        "finetuning_tokens",
+        "ftout",
+        "trained_model",
+    ),
+    # finetune.sh runs on the held-out training file: in a service of its own, it cannot hand it back to the agent.
+    isolated_scoring=True,
     local_check="sandbox/stack.py",
 )
 

@@ -36,6 +36,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Restricted Architecture MLM",
     transform=Transform.LOG_LOSS,
     lower_is_better=True,
+    raw_unit="masked loss",
     anchors={
         "full": Anchors(
             start=7.636,

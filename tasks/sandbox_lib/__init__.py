@@ -9,11 +9,13 @@ Inside the sandbox this folder is copied next to the environment's `score.py` / 
 - `load_untrusted_checkpoint` (checkpoints.py, needs torch when called): the agent's weights, checked.
 - `run_untrusted` / `demote_to` (untrusted.py): run the agent's code as the agent user with limits.
 - `Quarantine` (isolation.py): run the agent's code as the dedicated runner user `RUNNER_USER`, the agent's own
-  processes stopped, and remove every trace the runner left (see the module docstring).
+  processes frozen and continued afterwards, and remove every trace the runner left (see the module docstring).
+- users.py: every process of a user frozen, continued or killed at once (`kill(-1)` as that user); also the
+  script the host runs before the final score.
 """
 
 from .checkpoints import check_untrusted_checkpoint, checkpoint_rules, load_untrusted_checkpoint, parameter_rules
-from .isolation import RUNNER_USER, Quarantine, runner_user
+from .isolation import RUNNER_USER, Quarantine, reached_the_agent, runner_user
 from .preparation import Preparation
 from .processes import become_subreaper, descendants, kill_descendants, reap_children, wait_for_descendants
 from .program import INFRASTRUCTURE_EXIT, InfrastructureError, Invalid, Scored, ScoringRun, main
@@ -45,6 +47,7 @@ __all__ = [
     "main",
     "parameter_rules",
     "parse_scoring_args",
+    "reached_the_agent",
     "reap_children",
     "run_untrusted",
     "runner_user",

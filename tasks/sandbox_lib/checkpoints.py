@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .program import Invalid, ScoringRun
 from .result import Reason
 from .untrusted import run_untrusted
+from .untrusted_files import parse_json
 
 if TYPE_CHECKING:
     import torch
@@ -75,6 +76,7 @@ REFUSALS = {
 NOT_ACCEPTABLE = Reason("the checkpoint is not acceptable")
 LOAD_TOO_SLOW = Reason("loading the checkpoint took longer than {timeout_s:.0f} s")
 LOAD_FAILED = Reason("loading the checkpoint failed (a checkpoint of this model fits in {memory_mib} MiB of memory)")
+CHECK_REPORT = Reason("the check's report on the checkpoint")
 TAMPERED = Reason("the checked copy of the checkpoint was tampered with during scoring")
 NOT_A_SMALL_FILE = Reason(
     "a file read beside the checkpoint must be a regular file of at most {max_bytes} bytes, readable by the agent's "
@@ -216,8 +218,8 @@ def check_untrusted_checkpoint(
         # Never the exit status or the output: the process is the agent user's.
         raise Invalid(LOAD_FAILED, memory_mib=memory // 1024**2)
     try:
-        report = json.loads(report_bytes)
-    except ValueError:
+        report = parse_json(report_bytes, CHECK_REPORT)
+    except Invalid:
         report = None
     if not isinstance(report, dict) or report.get("valid") is not True:
         raise Invalid(refusal(report.get("refused") if isinstance(report, dict) else None, max_bytes))

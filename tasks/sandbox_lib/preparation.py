@@ -12,9 +12,10 @@
 - `--setup` (the host's task setup): at full scale the assets come from the image build, so setup never builds
   (in a `network_mode: none` container that would be a failed download and a new secret); without them the
   sandbox is broken and setup fails with a clear message.
-- smoke: assets are built once per key into `$REBENCH_CACHE_DIR/<name>/smoke-<key>` (default ~/.cache/rebench;
-  root-only, it holds held-out data), in a temporary folder swapped into place atomically, then copied in.
-Protected files end up mode 600 in a mode-700 folder.
+- smoke: assets are built once per key into `<cache_root()>/<name>/smoke-<key>` (paths.py; root-only, it holds
+  held-out data), in a temporary folder swapped into place atomically, then copied in.
+The build is handed `workspace` and `protected` already created. Protected files end up mode 600 in a mode-700
+folder.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .paths import cache_root
+
 MARKER = "prepared.json"
 COMPLETE = "complete"
 
@@ -38,10 +41,6 @@ Build = Callable[..., Any]  # build(scale, workspace, protected, settings, **bui
 
 def log(message: str) -> None:
     print(f"[prepare {time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("REBENCH_CACHE_DIR") or Path.home() / ".cache" / "rebench")
 
 
 def _code_files(paths: Sequence[Path]) -> list[tuple[str, Path]]:
@@ -138,6 +137,8 @@ class Preparation:
         staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
         try:
             started = time.time()
+            (staging / "workspace").mkdir()
+            (staging / "protected").mkdir(mode=0o700)
             self.build(scale, staging / "workspace", staging / "protected", settings, **build_kwargs)
             (staging / COMPLETE).write_text(f"{time.time() - started:.1f}\n")
             log(f"built {scale} assets in {time.time() - started:.1f}s")

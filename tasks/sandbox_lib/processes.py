@@ -10,6 +10,8 @@ import signal
 import time
 from collections.abc import Callable
 
+from .users import reap_children
+
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -75,17 +77,6 @@ def kill_all(find: Callable[[], list[int]], rounds: int = 5) -> int:
 def kill_descendants(rounds: int = 5) -> int:
     """SIGKILL every descendant of this process and reap them; returns how many were killed."""
     return kill_all(descendants, rounds)
-
-
-def reap_children() -> None:
-    """Collect every child that has exited, adopted orphans included (a subreaper must, or they stay zombies)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def wait_for_descendants(deadline: float, poll_s: float = 0.05) -> bool:

@@ -21,10 +21,14 @@
         sys.exit(main(score))
 
 `main` parses the arguments, makes the process a subreaper, gives the function a private work directory, writes the
-result file (valid, or invalid with the `Invalid` reason), turns `InfrastructureError` (and any bug) into a non-zero
-exit so the host errors the sample, and before returning removes the work directory and kills every process that
-scoring started, however it was detached. Messages are `Reason`s and details plain numbers (result.py): nothing the
-agent's code wrote or printed is ever quoted, in the result or on stderr (which reaches the log).
+result file (valid, or invalid with the `Invalid` reason), turns `InfrastructureError` (and a failure of the machine:
+`OSError`, `ImportError`) into a non-zero exit so the host errors the sample, and before returning removes the work
+directory and kills every process that scoring started, however it was detached. Any other exception is a scorer
+bug that the submission's data set off (a parser's RecursionError, an OverflowError on a huge number, torch refusing
+a tensor): it is an invalid verdict with a fixed reason, flagged `scoring_failure: true` in the details for the report,
+never an errored (and retried) sample the agent could choose instead of a bad score (issue 21). Messages are `Reason`s
+and details plain numbers (result.py): nothing the agent's code wrote or printed is ever quoted, in the result or on
+stderr (which reaches the log), so a scorer bug prints only its own files and lines.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ from .snapshot import SnapshotTooLarge, snapshot_tree
 
 # Exit status for an infrastructure failure (a missing asset, an unreachable service): the host raises.
 INFRASTRUCTURE_EXIT = 2
+# What the harness or the machine causes; every other exception out of a scoring function is the submission's.
+HARNESS_FAILURES = (OSError, ImportError)
+# The details key of a verdict that a scorer bug gave (`rebench report` counts these runs).
+SCORING_FAILURE = "scoring_failure"
+SCORER_FAILED = Reason("the scoring program failed on the submission; counted as invalid")
 
 
 class Invalid(Exception):
@@ -56,6 +65,7 @@ class Invalid(Exception):
     def __init__(self, reason: Reason, details: dict[str, Any] | None = None, **values: Any) -> None:
         if not isinstance(reason, Reason):
             raise TypeError(f"Invalid takes a Reason, not {type(reason).__name__}")
+        self.template = reason  # the declared sentence, for a caller that tells one refusal from another
         self.reason = reason.format(**values)
         super().__init__(str(self.reason))
         self.details = details or {}
@@ -106,6 +116,12 @@ class ScoringRun:
     def run_as(self) -> str | None:
         return self.args.run_as
 
+    @property
+    def agent_users(self) -> tuple[str, ...]:
+        """Every user whose processes are the agent's: `run_as` and the users it can start processes as (none
+        without `run_as`: the local sandbox has no agent user)."""
+        return (self.args.run_as, *self.args.agent_extra_users) if self.args.run_as else ()
+
     def remaining(self) -> float:
         """Seconds left of the host's limit for this run (infinite when the host gave none)."""
         if self.args.time_limit_s is None:
@@ -116,9 +132,12 @@ class ScoringRun:
         """A step's own limit, cut to what is left of the host's (never below one second)."""
         return max(1.0, min(seconds, self.remaining()))
 
-    def snapshot(self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None) -> Path:
-        """A private copy of the workspace (made once), owned by the agent user; files matching the ignore list,
-        non-regular files and links leaving the workspace are left out (`details` say whether any were)."""
+    def snapshot(
+        self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None, owner: str | None = None
+    ) -> Path:
+        """A private copy of the workspace (made once, by the first call), owned by `owner` (default: the agent
+        user); files matching the ignore list, non-regular files and links leaving the workspace are left out (`details`
+        say whether any were)."""
         if self._snapshot is None:
             # The work directory is root's and unlistable; the snapshot's random name keeps other agent processes out.
             destination = self.work / f"snapshot-{secrets.token_hex(8)}"
@@ -128,7 +147,7 @@ class ScoringRun:
                 report = snapshot_tree(
                     self.workspace,
                     destination,
-                    user=self.run_as,
+                    user=owner or self.run_as,
                     ignore=self.args.ignore if ignore is None else ignore,
                     max_seconds=max(1.0, min(120.0, self.remaining())),
                     **limits,
@@ -162,12 +181,18 @@ def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None) -
             details = {**run.details, **outcome.details}
         except Invalid as ex:
             verdict, details = {"valid": False, "raw": None, "message": ex.reason}, {**run.details, **ex.details}
+        except (InfrastructureError, *HARNESS_FAILURES):
+            raise
+        except Exception as ex:  # noqa: BLE001 - the submission's data set off a scorer bug: a verdict, flagged
+            print_bug(ex)
+            verdict = {"valid": False, "raw": None, "message": SCORER_FAILED}
+            details = {**run.details, SCORING_FAILURE: True}
         write_result(args.result, **verdict, details=details)
         return 0
     except InfrastructureError as ex:
         print(f"scoring could not run: {ex.reason}", file=sys.stderr)
         return INFRASTRUCTURE_EXIT
-    except Exception as ex:  # noqa: BLE001 - a bug of the scoring program is the harness's failure, never the agent's
+    except Exception as ex:  # noqa: BLE001 - the machine's failure (HARNESS_FAILURES) or a bug writing the result
         print_bug(ex)
         return INFRASTRUCTURE_EXIT
     finally:

@@ -127,6 +127,8 @@ class ScoringArgs:
     ignore: tuple[str, ...] = ()
     # The host's limit for this run (EnvironmentSpec.scoring_timeout_s); inner steps must finish within it.
     time_limit_s: float | None = None
+    # Users the agent can also start processes as (EnvironmentSpec.agent_extra_users): their processes are its too.
+    agent_extra_users: tuple[str, ...] = ()
 
 
 def parse_scoring_args(argv: list[str] | None = None) -> ScoringArgs:
@@ -138,9 +140,19 @@ def parse_scoring_args(argv: list[str] | None = None) -> ScoringArgs:
     parser.add_argument("--run-as", default=None, help="unprivileged user for the agent's code")
     parser.add_argument("--ignore", action="append", default=[], help="glob of workspace files never scored")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds the host allows this run")
+    parser.add_argument(
+        "--agent-extra-user", action="append", default=[], help="another user the agent can start processes as"
+    )
     ns = parser.parse_args(argv)
     return ScoringArgs(
-        ns.workspace, ns.protected, ns.scale, ns.result, ns.run_as or None, tuple(ns.ignore), ns.time_limit
+        ns.workspace,
+        ns.protected,
+        ns.scale,
+        ns.result,
+        ns.run_as or None,
+        tuple(ns.ignore),
+        ns.time_limit,
+        tuple(ns.agent_extra_user),
     )
 
 

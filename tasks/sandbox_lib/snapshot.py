@@ -53,7 +53,7 @@ def _ignored(relative: str, name: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(relative, p) for p in patterns)
 
 
-def _link_stays_inside(relative: str, target: str) -> bool:
+def link_stays_inside(relative: str, target: str) -> bool:
     if target.startswith("/"):
         return False
     parts: list[str] = []
@@ -105,7 +105,7 @@ class _Copier:
                 self.copy_file(source_fd, name, destination / name, path, report)
             elif stat.S_ISLNK(info.st_mode):
                 target = os.readlink(name, dir_fd=source_fd)
-                if _link_stays_inside(path, target):
+                if link_stays_inside(path, target):
                     os.symlink(target, destination / name)
                     if self.owner is not None:
                         os.lchown(destination / name, *self.owner)

@@ -44,6 +44,7 @@ ENVIRONMENT = EnvironmentSpec(
     paper_name="Scaling Law Experiment",
     transform=Transform.IDENTITY,
     lower_is_better=False,
+    raw_unit="1 - distance",
     final_rule=FinalRule.LAST,
     score_visible=False,
     anchors={
@@ -68,11 +69,13 @@ ENVIRONMENT = EnvironmentSpec(
         ),
     },
     resources=Resources(gpus=6, cpus=48, memory_gb=400),
+    agent_runs_setuid=True,  # the training entry point runs as rebench-trainer through sudo
     scoring_timeout_s={"smoke": 60, "full": 60},
     setup_timeout_s={"smoke": 300, "full": 3600},
     instruction_fields=INSTRUCTION_FIELDS,
     sandbox_libraries=("sandbox_lib", "lm_common"),
     workspace_ignore=("__pycache__", "*.pyc", "runs", "data"),
+    agent_extra_users=("rebench-trainer",),  # the image's sudo rule (prepare.TRAINER_USER)
 )
 
 

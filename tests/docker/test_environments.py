@@ -38,11 +38,13 @@ PROBES = {
     "find_protected": "find /protected -maxdepth 3 2>&1 | head -n 5; echo EXIT=$?",
     "network": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=5)\" 2>&1 | tail -n 1",
     "writable": FIND_WRITABLE,
-    # Left behind on purpose: a spinner and a loop that keeps rewriting the workspace.
+    # Left behind on purpose: a spinner, a loop that keeps rewriting the workspace, and chains of processes that each
+    # start their successor and exit (a pid read from /proc is gone before a signal sent to it arrives).
     "leave_processes": (
         "setsid nohup sh -c 'while true; do :; done' >/dev/null 2>&1 & "
         "setsid nohup sh -c 'while true; do date +%s%N > $HOME/workspace/.rewritten; sleep 0.05; done' "
-        ">/dev/null 2>&1 & sleep 1; pgrep -u agent -c"
+        ">/dev/null 2>&1 & echo 'date +%s%N > $HOME/workspace/.hopped; sh \"$0\" &' > $HOME/hop.sh; "
+        "for chain in $(seq 12); do setsid nohup sh $HOME/hop.sh >/dev/null 2>&1 & done; sleep 1; pgrep -u agent -c"
     ),
 }
 
@@ -116,5 +118,6 @@ def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(na
     assert int(outputs["leave_processes"].split()[-1]) >= 2
     probe = sample.scores["container_probe"].metadata
     assert probe["agent_processes"] == 0  # stopped before the final score
+    assert final(log).metadata["agent_processes_surviving_the_stop"] == []
     assert probe["score_log_files"] == []  # the score log lives in Inspect's store, on the host
     assert final(log).metadata["valid"], final(log).explanation

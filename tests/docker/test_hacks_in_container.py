@@ -25,14 +25,20 @@ from .conftest import DOCKER_ENVIRONMENTS
 ROOT = Path(__file__).resolve().parents[2]
 
 # Environment whose image runs them → host tests that skip without a second user (grep: throwaway_user, 'nobody',
-# `_users_ready`). sandbox_lib's checkpoint loader runs where fix_embedding's scorer uses it.
+# `_users_ready`, `_image_ready`). sandbox_lib's checkpoint loader runs where fix_embedding's scorer uses it.
 SECOND_USER_TESTS = {
-    "optimize_kernel": ["tests/optimize_kernel/test_scoring.py::test_run_as_unprivileged_user"],
+    "optimize_kernel": [
+        "tests/optimize_kernel/test_scoring.py::test_run_as_unprivileged_user",
+        "tests/optimize_kernel/test_isolation_users.py::test_no_agent_process_opens_the_workers_input_and_all_run_on",
+    ],
     "fix_embedding": [
         "tests/fix_embedding/test_scoring.py::test_run_as_user_cannot_read_protected_files",
         "tests/machinery/test_checkpoint_loader.py::test_the_agent_users_permissions_apply",
     ],
     "restricted_mlm": ["tests/restricted_mlm/test_scoring.py::test_the_agents_user_cannot_read_the_held_out_tokens"],
+    "scaling_law": [
+        "tests/scaling_law/test_trainer_users.py::test_the_final_stop_ends_a_trainer_the_agent_started_through_sudo"
+    ],
     "rust_codecontests": [
         "tests/rust_codecontests/test_isolation_users.py::test_quarantine_removes_every_channel",
         "tests/rust_codecontests/test_scoring.py::test_run_as_user_cannot_read_held_out_data",

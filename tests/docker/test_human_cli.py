@@ -5,9 +5,11 @@ The eval (Inspect's `human_cli`, Docker sandbox) runs in a thread; the test play
 installs the `task` CLI (/opt/human_agent/task.py) *before* its human agent service writes the client module that CLI
 imports (/var/tmp/sandbox-services/human_agent/human_agent.py) and starts answering requests, so a `task` command
 typed as soon as task.py exists fails with "No module named 'human_agent'". `task start` succeeding is the condition
-that the human can work: the module imports and the service answered. Then `task score`, then `task submit`.
+that the human can work: the module imports and the service answered. Then `task score` and `task status`, then
+`task submit`. With `score_visible=false` neither may show a score value (the log still holds every one).
 """
 
+import re
 import subprocess
 import threading
 import time
@@ -21,6 +23,7 @@ from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.sandbox import compose_service
+from rebench_inspect.state import store_key
 
 from .conftest import DOCKER_ENVIRONMENTS
 
@@ -31,6 +34,7 @@ TASK_CLI = "/opt/human_agent/task.py"
 HUMAN_AGENT_UP_TIMEOUT_S = 600
 EVAL_END_TIMEOUT_S = 600
 RUN_MARKER = "REBENCH_HUMAN_CLI_TEST"  # set in this eval's container only: tells it from other runs on the engine
+SCORE_VALUES = ("raw", "transformed", "normalised")
 
 pytestmark = [
     pytest.mark.docker,
@@ -82,11 +86,22 @@ def start_the_clock(marker: str, eval_thread: threading.Thread) -> str:
     raise AssertionError(f"`task start` never succeeded in the container: {last[-2000:]}")
 
 
-def test_task_score_in_the_container_lands_in_the_score_log(name, smoke_image):
+def as_printed(text: str) -> str:
+    """The CLI's output without colour codes and without the line breaks and spaces its console layout adds."""
+    return re.sub(r"\s+", "", re.sub(r"\x1b\[[0-9;]*m", "", text))
+
+
+def shown_values(entry: dict) -> list[str]:
+    """The entry's score values as the CLI would print them (values too short to tell from other text left out)."""
+    return [repr(entry[name]) for name in SCORE_VALUES if len(repr(entry[name])) > 4]
+
+
+@pytest.mark.parametrize("visible", [True, False], ids=["scores_shown", "scores_hidden"])
+def test_task_score_in_the_container_lands_in_the_score_log(name, visible, smoke_image):
     environment = ENVIRONMENTS[name]
     smoke_image(environment)
     marker = uuid.uuid4().hex
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, score_visible=visible)
     service = {**compose_service(environment, "smoke"), "environment": {RUN_MARKER: marker}}
     task.sandbox = SandboxEnvironmentSpec("docker", ComposeConfig.model_validate({"services": {"default": service}}))
     solver = human_cli(answer=False, intermediate_scoring=True, record_session=False, user="agent")
@@ -97,7 +112,9 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, smoke_image):
     try:
         container = start_the_clock(marker, eval_thread)
         scored = as_agent(container, ["python3", TASK_CLI, "score"])
-        assert scored.returncode == 0 and "normalised" in scored.stdout, scored.stdout + scored.stderr
+        assert scored.returncode == 0, scored.stdout + scored.stderr
+        status = as_agent(container, ["python3", TASK_CLI, "status"])
+        seen = as_printed(scored.stdout + status.stdout)
         # Its exit status does not matter: the final score stops every process of `agent`, this one included.
         as_agent(container, ["python3", TASK_CLI, "submit"], stdin="y\n")
         submitted = True
@@ -116,6 +133,11 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, smoke_image):
     entries = sample.scores["rebench_scorer"].metadata["score_log"]
     assert [entry["label"] for entry in entries] == ["start", "agent", "final"]
     assert entries[1]["valid"] and entries[2]["valid"], entries
+    # the participant sees validity; the score values only where they are visible, while the log keeps them all
+    printed = [text for text in [*SCORE_VALUES, *shown_values(entries[1])] if text in seen]
+    assert printed == ([*SCORE_VALUES, *shown_values(entries[1])] if visible else []), seen
+    assert '"valid":true' in seen, seen
+    assert sample.store[store_key("score_log")][1] == entries[1]
     intermediate = [event for event in sample.events if event.event == "score" and event.intermediate]
     assert [event.score.answer for event in intermediate] == ["entry 0 (start)", "entry 1 (agent)"]
     assert sample.scores["rebench_scorer"].metadata["valid"]

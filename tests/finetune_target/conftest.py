@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rebench_inspect.smoke_judge import judge_reply
+from rebench.finetune_target.smoke_judge import judge_reply
 from rebench_inspect.staging import prepare_command, stage_tree
 from tests import scoring_program as shared
 

@@ -7,10 +7,9 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 from inspect_ai.solver import Generate, TaskState, solver
 
-import rebench_inspect.smoke_models  # noqa: F401  (registers rebench_smoke/judge)
+from rebench.finetune_target.smoke_judge import smoke_judge_custom_outputs
 from rebench.finetune_target.task import ENVIRONMENT, finetune_target
 from rebench_inspect.reference import install_reference_solution
-from rebench_inspect.smoke_judge import smoke_judge_custom_outputs
 from tests.conftest import scripted_agent, tool_call
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (smoke assets, judge proxy, scoring runs).

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import json
 import sys
+from types import SimpleNamespace
 
 import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import Score, Target, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.util import sandbox, store
 
-from rebench_inspect.smoke_judge import (
+from rebench.finetune_target.smoke_judge import (
     UNREADABLE_REPLY,
     judge_reply,
     quality,
@@ -189,3 +195,50 @@ def test_each_scoring_run_has_its_own_allowance_of_judge_calls():
         proxy._check_run(first)
     proxy._check_run(_Run(purpose="scoring", port=2, key="k2"))  # a new scoring run, a new allowance
     proxy._check_run(_Run(purpose="agent", port=3, key="k3", requests=10 * allowance))  # agent calls: call_budget
+
+
+@solver
+def open_the_judge_for_both_purposes(proxy):
+    """Opens the proxy as the agent's and as a scoring run's; keeps what each yields and the agent's key file."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        home = (await sandbox().exec(["pwd"])).stdout.strip()
+        await sandbox().exec(["mkdir", "-p", f"{home}/workspace"])
+        layout = SimpleNamespace(workspace=f"{home}/workspace", is_container=False, agent_user=None)
+        for purpose in ("agent", "scoring"):
+            async with proxy(layout, purpose) as env:
+                store().set(f"env:{purpose}", env)
+        store().set("judge_api.env", await sandbox().read_file(f"{home}/workspace/judge_api.env"))
+        return state
+
+    return solve
+
+
+@scorer(metrics=[])
+def keep_the_store():
+    async def score(state: TaskState, target: Target) -> Score:
+        return Score(value=0, metadata={key: store().get(key) for key in ("env:agent", "env:scoring", "judge_api.env")})
+
+    return score
+
+
+@pytest.mark.slow  # the agent bridge takes tens of seconds to open on a loaded machine
+def test_the_judge_proxy_names_its_model_as_the_judge_and_keeps_it_out_of_the_agents_file():
+    """Scoring runs learn the judge model as REBENCH_JUDGE_MODEL; the agent's judge_api.env holds only the door."""
+    from rebench.finetune_target.judge_service import JudgeProxy
+    from rebench.finetune_target.smoke_judge import SMOKE_JUDGE_MODEL
+
+    proxy = JudgeProxy(default_model=SMOKE_JUDGE_MODEL, call_budget=3)
+    task = Task(dataset=[Sample(input="x")], solver=open_the_judge_for_both_purposes(proxy), scorer=keep_the_store(),
+                sandbox="local")
+    [log] = eval(task, model="mockllm/model", display="none", log_dir=None)
+    assert log.status == "success", log.error
+    kept = log.samples[0].scores["keep_the_store"].metadata
+    door = {"OPENAI_BASE_URL", "OPENAI_API_KEY", "REBENCH_PROXY_KEY"}
+    for purpose in ("agent", "scoring"):
+        assert set(kept[f"env:{purpose}"]) == door | {"REBENCH_JUDGE_MODEL"}, purpose
+        assert kept[f"env:{purpose}"]["REBENCH_JUDGE_MODEL"] == SMOKE_JUDGE_MODEL
+    lines = kept["judge_api.env"].splitlines()
+    assert lines[0].startswith("# The judge's OpenAI-compatible endpoint (budget: 3 judge calls")
+    assert {line.split("=", 1)[0] for line in lines[1:]} == door
+    assert f"OPENAI_API_KEY={kept['env:agent']['OPENAI_API_KEY']}" in lines

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rebench.fix_embedding.task import ENVIRONMENT
+from rebench.sandbox_lib.paths import cache_root
 from rebench_inspect.staging import stage_tree
 from tests import scoring_program as shared
 
@@ -38,7 +39,7 @@ def score_workspace(workspace: Path, protected: Path, **kwargs) -> dict:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("REBENCH_CACHE_DIR") or Path.home() / ".cache" / "rebench") / "fix_embedding"
+    return cache_root() / "fix_embedding"
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def test_smoke_files_and_modes(smoke_assets):
     assert losses["corrupted_large"] > losses["original_large"] + 3
     assert 1.5 < losses["original_large"] < losses["small"] + 0.2
     # The smoke cache itself is root-only (it holds the held-out tokens and the seed).
-    from rebench.sandbox_lib.preparation import cache_root
+    from rebench.sandbox_lib.paths import cache_root
 
     assert stat.S_IMODE((cache_root() / "fix_embedding").stat().st_mode) == 0o700
 
@@ -72,6 +72,8 @@ def test_corruption_permutes_tied_rows_with_the_stored_seed(tmp_path):
     large, small = tiny_gpt(50, 0), tiny_gpt(50, 1, n_embd=8)
     original = {k: v.clone() for k, v in large.state_dict().items()}
     tokens = np.random.default_rng(0).integers(0, 50, 5000).astype(np.uint16)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "prot").mkdir()  # Preparation creates both before any build
     prepare.write_assets(
         tmp_path / "ws", tmp_path / "prot", large=large, small=small, train_tokens=tokens[:4000],
         val_tokens=tokens[4000:], eval_settings={"n_batches": 2, "batch_size": 2, "block_size": 32},

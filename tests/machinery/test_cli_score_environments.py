@@ -5,8 +5,8 @@
 import json
 
 import pytest
-from rebench.environments import ENVIRONMENTS
 
+from rebench.environments import ENVIRONMENTS
 from rebench_inspect import cli
 from rebench_inspect.sandbox import local_problems
 

@@ -5,6 +5,7 @@ import math
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
+from rebench_inspect.state import store_key
 from rebench_inspect.task import build_task
 from tests.conftest import tool_call
 
@@ -67,7 +68,23 @@ def test_hidden_score_variant_reveals_validity_only(toy_environment, agent_scrip
     tool_results = [m.text for m in sample.messages if m.role == "tool" and m.function in ("score", "score_log")]
     assert tool_results and all("valid" in text for text in tool_results)
     assert not any("normalised" in text or "raw=" in text for text in tool_results)
+    # nor do the intermediate scores (what `task score` under human_cli prints), while the log keeps every value
+    shown = [event.score for event in intermediate_events(log)]
+    assert [score.value for score in shown] == [
+        {"valid": True, "message": "ok"},
+        {"valid": True, "message": "ok"},
+    ]
+    assert not any("raw=" in score.explanation or score.metadata for score in shown)
+    assert [entry["raw"] for entry in sample.store[store_key("score_log")]] == [10.0, 5.0, 5.0]
+    assert [entry["raw"] for entry in final_score(log).metadata["score_log"]] == [10.0, 5.0, 5.0]
     assert final_score(log).value["normalised"] == 1.0
+
+
+def test_visible_intermediate_scores_carry_the_values(toy_environment, agent_script):
+    log = run(toy_environment, agent_script([tool_call("bash", command="echo 5 > answer.txt"), tool_call("score")]))
+    agent_entry = intermediate_events(log)[1].score
+    assert agent_entry.value["raw"] == 5.0 and agent_entry.value["normalised"] == 1.0
+    assert "normalised score=1.000" in agent_entry.explanation
 
 
 def test_invalid_submissions_never_crash_the_eval_and_earlier_scores_are_kept(toy_environment, agent_script):

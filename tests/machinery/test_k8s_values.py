@@ -12,9 +12,12 @@ from rebench.environments import ENVIRONMENTS
 from rebench_inspect.environment import SCALES
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
+    CONTAINER_LIMITS,
     K8S_NODE_SELECTOR_VARIABLE,
     K8S_RUNTIME_CLASS_VARIABLE,
     KEEP_ALIVE,
+    SCORING_SERVICE,
+    TEMP_DIRS,
     image_tag,
     k8s_values,
     k8s_values_file,
@@ -62,6 +65,9 @@ def test_templates_read_what_we_intend(name, scale, monkeypatch):
     monkeypatch.delenv(K8S_RUNTIME_CLASS_VARIABLE, raising=False)
     monkeypatch.delenv(K8S_NODE_SELECTOR_VARIABLE, raising=False)
     environment = ENVIRONMENTS[name]
+    generated = k8s_values(environment, scale)["services"]
+    assert set(generated) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
+    assert all(other == generated["default"] for other in generated.values())  # scoring apart: a pod like the agent's
     service = chart_values(k8s_values(environment, scale))["services"]["default"]
     assert service["image"] == image_tag(name, scale)
     assert service["command"] == KEEP_ALIVE
@@ -74,6 +80,15 @@ def test_templates_read_what_we_intend(name, scale, monkeypatch):
     if scale == "full":
         assert limits["cpu"] == str(environment.resources.cpus)
         assert limits["memory"] == f"{environment.resources.memory_gb}Gi"
+    limits = CONTAINER_LIMITS[scale]
+    mounts = {mount["name"]: mount["mountPath"] for mount in service["volumeMounts"]}
+    sizes = {mounts[volume["name"]]: volume["emptyDir"] for volume in service["volumes"]}
+    assert sizes == {
+        "/dev/shm": {"medium": "Memory", "sizeLimit": f"{limits.shm_gb}Gi"},
+        **{folder: {"medium": "Memory", "sizeLimit": f"{limits.temp_gb}Gi"} for folder in TEMP_DIRS},
+    }
+    escalation = service["securityContext"].get("allowPrivilegeEscalation", True)
+    assert escalation is environment.agent_runs_setuid
     if gpus:
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in service["tolerations"]
         assert service["runtimeClassName"] == "nvidia"

@@ -69,3 +69,21 @@ def test_a_run_cut_short_by_an_error_is_left_out_with_a_warning(toy_environment,
     report = make_report([log.location], tmp_path / "report", samples=50)
     assert report.rows == [] and report.cohorts == []
     assert any("cut short by an error" in warning for warning in report.warnings)
+
+
+def test_a_final_scoring_that_fails_on_the_agents_files_is_invalid_and_counted(toy_environment, agent_script, tmp_path):
+    """Issue 21: crashing the scorer with its files gives the agent an invalid final score, not an errored run."""
+    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1)
+    model = agent_script([tool_call("bash", command="echo overflow > answer.txt")])
+    [log] = eval(task, model=model, display="none", log_dir=str(tmp_path / "logs"))
+    assert log.status == "success"
+    [sample] = log.samples
+    final = sample.scores["rebench_scorer"]
+    assert final.value["normalised"] == 0.0
+    last = final.metadata["score_log"][-1]
+    assert last["label"] == "final" and last["valid"] is False
+    assert last["details"]["scoring_failure"] is True
+    report = make_report([log.location], tmp_path / "report", samples=50)
+    [row] = report.rows
+    assert row.runs == 1 and row.scoring_failures == 1
+    assert any("final scoring failed on the agent's files" in warning for warning in report.warnings)

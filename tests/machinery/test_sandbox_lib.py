@@ -72,6 +72,8 @@ def score(run):
         raise InfrastructureError(JUDGE_DOWN)
     if mode == "bug":
         raise KeyError(mode.upper() + "-HELD-OUT")
+    if mode == "missing-asset":
+        (run.protected / "no-such-asset").read_bytes()
     details = {{"snapshot_as_expected": files == ["keep.py", "mode"], "left": run.remaining()}}
     return Scored(raw=float(len(files)), message=COUNTED, details=details)
 
@@ -114,13 +116,22 @@ def test_main_reports_invalid_submissions_and_fails_on_infrastructure_errors(tmp
     completed, result = run_program(tmp_path, "invalid")
     assert completed.returncode == 0 and result["valid"] is False and result["message"] == "no good"
     assert result["details"]["snapshot_as_expected"]
-    for mode in ("infrastructure", "bug"):
+    for mode in ("infrastructure", "missing-asset"):
         completed, result = run_program(tmp_path, mode)
         assert completed.returncode == 2 and result is None, mode
     assert "the judge is down" in run_program(tmp_path, "infrastructure")[0].stderr
-    # a bug's stderr (which reaches the log) names its type and lines, never its text
-    bug = run_program(tmp_path, "bug")[0].stderr
-    assert "KeyError" in bug and "score.py" in bug and "BUG-HELD-OUT" not in bug
+
+
+def test_a_scorer_bug_set_off_by_the_submission_is_a_flagged_invalid_verdict(tmp_path):
+    """Issue 21: an agent must not turn a bad score into an errored (retried) sample by crashing the scorer."""
+    completed, result = run_program(tmp_path, "bug")
+    assert completed.returncode == 0, completed.stderr
+    assert result["valid"] is False and result["raw"] is None
+    assert result["message"] == "the scoring program failed on the submission; counted as invalid"
+    assert result["details"]["scoring_failure"] is True
+    # neither the verdict nor stderr (which reaches the log) quotes the exception's text: its type and lines only
+    assert "BUG-HELD-OUT" not in json.dumps(result) and "BUG-HELD-OUT" not in completed.stderr
+    assert "KeyError" in completed.stderr and "score.py" in completed.stderr
 
 
 def test_no_descendant_outlives_main_in_process(tmp_path, monkeypatch):
@@ -150,8 +161,7 @@ class CountingBuild:
 
     def __call__(self, scale, workspace, protected, settings, **kwargs):
         self.calls += 1
-        workspace.mkdir(parents=True, exist_ok=True)
-        protected.mkdir(parents=True, exist_ok=True)
+        assert workspace.is_dir() and protected.is_dir(), "Preparation creates both folders before the build"
         (workspace / "model.bin").write_text(f"build {self.calls}")
         (protected / "secret.json").write_text(json.dumps({"seed": os.urandom(8).hex()}))
 

@@ -12,8 +12,11 @@ from rebench.environments import ENVIRONMENTS
 from rebench_inspect.environment import SCALES
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
+    CONTAINER_LIMITS,
+    SCORING_SERVICE,
     SMOKE_CPUS,
     SMOKE_MEMORY_GB,
+    TEMP_DIRS,
     compose_service,
     docker_problems,
     image_tag,
@@ -62,6 +65,9 @@ def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
     assert not {"privileged", "cap_add", "volumes", "user", "build", "ports"} & set(raw)  # root stays default user
     assert raw["init"] is True and raw["working_dir"] == AGENT_WORKSPACE
     assert config.services["default"].image == image_tag(name, scale) and image_tag(name, scale).endswith(f"-{scale}")
+    # scoring apart from the agent: a second service like the agent's (no network, no volumes: nothing shared)
+    assert set(config.services) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
+    assert all(service == config.services["default"] for service in config.services.values())
     devices = raw.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
     if scale == "smoke":
         assert devices == []  # a laptop or CI machine: no GPU
@@ -71,6 +77,32 @@ def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
         assert sum(device["count"] for device in devices) == environment.resources.gpus
         assert raw["cpus"] == environment.resources.cpus
         assert raw["mem_limit"] == f"{environment.resources.memory_gb}g"
+
+
+@pytest.mark.parametrize(("name", "scale"), CASES)
+def test_generated_compose_caps_processes_and_temporary_space(name, scale):
+    environment = ENVIRONMENTS[name]
+    raw = compose_service(environment, scale)
+    config = sandbox_spec(environment, "docker", scale).config
+    assert isinstance(config, ComposeConfig) and config.services["default"].pids_limit == raw["pids_limit"]
+    limits = CONTAINER_LIMITS[scale]
+    assert raw["pids_limit"] == limits.pids and 256 <= limits.pids <= 32768
+    assert raw["shm_size"] == f"{limits.shm_gb}g"
+    mounted = dict(entry.split(":", 1) for entry in raw["tmpfs"])
+    assert set(mounted) == set(TEMP_DIRS)
+    assert all(options == f"size={limits.temp_gb}g,mode=1777,exec" for options in mounted.values())
+    # every temporary folder and /dev/shm together leave at least half the memory to the work itself
+    memory_gb = SMOKE_MEMORY_GB if scale == "smoke" else environment.resources.memory_gb
+    assert len(TEMP_DIRS) * limits.temp_gb + limits.shm_gb <= memory_gb / 2
+
+
+def test_only_an_environment_whose_agent_uses_sudo_may_gain_privileges():
+    needs_setuid = sorted(name for name, environment in ENVIRONMENTS.items() if environment.agent_runs_setuid)
+    assert needs_setuid == ["scaling_law"]  # its agent starts the trainer through sudo
+    for name, environment in ENVIRONMENTS.items():
+        for scale in SCALES:
+            options = compose_service(environment, scale).get("security_opt", [])
+            assert options == ([] if environment.agent_runs_setuid else ["no-new-privileges:true"]), name
 
 
 def test_preflight_says_plainly_that_no_engine_is_reachable(monkeypatch):

@@ -617,6 +617,16 @@ def test_local_mode_runs_as_current_user(tmp_path):
     assert f"UID {os.getuid()}" in (notes / "identity.txt").read_text()
 
 
+def _user_exists(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 @pytest.fixture
 def throwaway_user():
     if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("userdel") is None:
@@ -657,5 +667,8 @@ def test_run_as_unprivileged_user(tmp_path, throwaway_user):
     result = score_workspace(workspace, tmp_path / "protected", run_as=throwaway_user)
     assert result["valid"], result["message"]
     out = (notes / "identity.txt").read_text()
-    assert f"UID {pwd.getpwnam(throwaway_user).pw_uid}" in out and f"HOME {pwd.getpwnam(throwaway_user).pw_dir}" in out
+    # The image's dedicated runner user where it exists (the Docker tier), else the agent's own.
+    worker_user = "rebench-runner" if _user_exists("rebench-runner") else throwaway_user
+    assert f"UID {pwd.getpwnam(worker_user).pw_uid}" in out
+    assert re.search(r"^HOME /\S+/kernel-home$", out, re.MULTILINE), out  # private: no cache shared with the agent
     assert "PROTECTED unreadable" in out

@@ -4,11 +4,13 @@ faster. The weight reader and the outside timer are tested without the LLM Found
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -20,10 +22,13 @@ from rebench_inspect.sandbox import local_problems
 from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_tree
 
 SCORING = ENVIRONMENT.sandbox_dir
-sys.path.insert(0, str(SCORING))
+# The weight reader as staged (it imports the staged sandbox_lib).
+STAGED_SCORING = stage_tree(ENVIRONMENT, Path(tempfile.mkdtemp(prefix="rebench-foundry-scoring-")))
+atexit.register(shutil.rmtree, STAGED_SCORING, True)
+sys.path.insert(0, str(STAGED_SCORING))
 from safetensors_weights import BadWeights, read_weights, weight_difference  # noqa: E402
 
-sys.path.remove(str(SCORING))
+sys.path.remove(str(STAGED_SCORING))
 
 
 def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:

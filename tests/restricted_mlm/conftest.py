@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rebench.restricted_mlm.task import ENVIRONMENT
+from rebench.sandbox_lib.paths import cache_root
 from rebench_inspect.staging import copy_workspace, stage_tree
 from tests import scoring_program as shared
 
@@ -37,7 +38,7 @@ def score_workspace(workspace: Path, protected: Path, **kwargs) -> dict:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("REBENCH_CACHE_DIR") or Path.home() / ".cache" / "rebench") / "restricted_mlm"
+    return cache_root() / "restricted_mlm"
 
 
 @pytest.fixture(scope="session")

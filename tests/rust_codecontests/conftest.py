@@ -21,9 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from rebench.rust_codecontests.task import ENVIRONMENT
 
-from rebench_inspect.smoke_models import smoke_answers
+from rebench.rust_codecontests.smoke_model import smoke_answers
+from rebench.rust_codecontests.task import ENVIRONMENT
 from rebench_inspect.staging import copy_workspace
 from tests import scoring_program as shared
 

@@ -13,10 +13,10 @@ from inspect_ai.model import get_model
 from inspect_ai.scorer import Score, Target, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import sandbox, store
-from rebench.rust_codecontests.task import rust_codecontests
 
+from rebench.rust_codecontests.smoke_model import scaffold_custom_outputs
+from rebench.rust_codecontests.task import SCAFFOLD_PRICES, rust_codecontests
 from rebench_inspect.model_proxy import ModelRoleProxy, read_ledger
-from rebench_inspect.smoke_models import smoke_custom_outputs
 from tests.conftest import tool_call
 
 from .conftest import REFERENCE_SOLUTION
@@ -54,7 +54,7 @@ def call_scaffold_through_proxy(budget_usd: float, role_model: str):
         home = (await sandbox().exec(["pwd"])).stdout.strip()
         await sandbox().exec(["mkdir", "-p", f"{home}/workspace"])
         layout = SimpleNamespace(workspace=f"{home}/workspace", is_container=False, agent_user=None)
-        proxy = ModelRoleProxy(role="scaffold", default_model=role_model, budget_usd=budget_usd)
+        proxy = ModelRoleProxy(role="scaffold", prices=SCAFFOLD_PRICES, default_model=role_model, budget_usd=budget_usd)
         await sandbox().write_file(f"{home}/client.py", CLIENT_SCRIPT)
         import sys
 
@@ -107,7 +107,7 @@ def test_proxy_with_a_generous_budget_never_refuses():
 
 
 def test_mockllm_can_play_the_scaffold_role():
-    scaffold = get_model("mockllm/model", custom_outputs=smoke_custom_outputs)
+    scaffold = get_model("mockllm/model", custom_outputs=scaffold_custom_outputs)
     task = Task(dataset=[Sample(input="x")], solver=call_scaffold_through_proxy(500.0, "rebench_smoke/scaffold"),
                 scorer=ledger_scorer(), sandbox="local", model_roles={"scaffold": scaffold})
     [log] = eval(task, model="mockllm/model", display="none", log_dir=None)

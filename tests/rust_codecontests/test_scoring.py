@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from rebench_inspect.smoke_models import DIFFICULTY, SOLUTIONS
+from rebench.rust_codecontests.smoke_model import DIFFICULTY, SOLUTIONS
 
 from .conftest import (
     HACKS,

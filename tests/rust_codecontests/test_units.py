@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from rebench_inspect.model_proxy import FALLBACK_PRICE, Price, price_for
-from rebench_inspect.smoke_models import DIFFICULTY, SOLUTIONS, smoke_answers
+from rebench.rust_codecontests.smoke_model import DIFFICULTY, SOLUTIONS, smoke_answers
 
 from .conftest import TASK
 
@@ -231,8 +230,13 @@ def test_smoke_model_is_deterministic_and_rewards_more_samples():
 def test_prices():
     from inspect_ai.model import get_model
 
-    assert price_for(get_model("rebench_smoke/scaffold")).source.startswith("token-count fallback")
-    assert Price(*FALLBACK_PRICE, "x").cost(1_000_000, 0) == FALLBACK_PRICE[0]
+    from rebench.rust_codecontests.task import SCAFFOLD_PRICES
+
+    assert SCAFFOLD_PRICES.price_for(get_model("rebench_smoke/scaffold")).source == (
+        "token-count fallback (priced as gpt-3.5-turbo-0125)"
+    )
+    assert SCAFFOLD_PRICES.fallback.cost(1_000_000, 0) == 0.50
+    assert SCAFFOLD_PRICES.price_for(get_model("mockllm/gpt-3.5-turbo-1106")).source == "rebench price table"
 
 
 def test_starting_solution_sends_the_papers_request_and_returns_the_answer_unchanged():
@@ -259,3 +263,33 @@ def test_starting_solution_sends_the_papers_request_and_returns_the_answer_uncha
         {"role": "user", "content": "Please solve the following coding contest problem in Rust:\n\nAdd two numbers."}
     ]
     assert requests[0]["temperature"] == 0.1
+
+
+def test_the_image_build_serves_the_hosts_toolchain(tmp_path, monkeypatch):
+    """`build_files` hands the image build the host's rustc and standard library as toolchains/rust.tar, or nothing
+    when the host has no rustc (install_rust.sh then uses rustup)."""
+    import tarfile
+
+    from rebench.rust_codecontests.task import ENVIRONMENT
+
+    from rebench_inspect.images import add_environment_build_files
+
+    sysroot = tmp_path / "sysroot"
+    (sysroot / "bin").mkdir(parents=True)
+    (sysroot / "bin" / "rustc").write_text("compiler")
+    (sysroot / "lib" / "rustlib").mkdir(parents=True)
+    (sysroot / "lib" / "rustlib" / "std.rlib").write_text("std")
+    (sysroot / "share").mkdir()
+    fake = tmp_path / "path"
+    fake.mkdir()
+    (fake / "rustc").write_text(f"#!/bin/sh\n[ \"$1 $2\" = '--print sysroot' ] && echo {sysroot}\n")
+    (fake / "rustc").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    served = tmp_path / "served"
+    served.mkdir()
+    add_environment_build_files(ENVIRONMENT, served)
+    with tarfile.open(served / "toolchains" / "rust.tar") as archive:
+        assert sorted(archive.getnames()) == ["bin/rustc", "lib", "lib/rustlib", "lib/rustlib/std.rlib"]
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    add_environment_build_files(ENVIRONMENT, tmp_path / "none")  # no rustc: nothing served, no folder made
+    assert not (tmp_path / "none").exists()

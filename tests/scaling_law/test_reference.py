@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rebench.sandbox_lib.paths import cache_root
 from rebench.scaling_law.task import ENVIRONMENT
 
 from .conftest import TASK, score_answer
@@ -30,8 +31,7 @@ def cache_file() -> Path:
     sources += [TASK.parent / "lm_common" / name for name in ("model.py", "tokens.py", "corpus.py")]
     for path in sources:
         digest.update(path.name.encode() + path.read_bytes())
-    root = Path(os.environ.get("REBENCH_CACHE_DIR") or Path.home() / ".cache" / "rebench")
-    return root / "scaling_law" / f"reference-answer-{digest.hexdigest()[:16]}.json"
+    return cache_root() / "scaling_law" / f"reference-answer-{digest.hexdigest()[:16]}.json"
 
 
 @pytest.fixture(scope="module")

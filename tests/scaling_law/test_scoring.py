@@ -107,7 +107,7 @@ def test_full_scale_formula_matches_metr():
     settings = SETTINGS["full"]
     n_embd, max_iters, prediction = settings.default_answer
     raw, details = evaluate_answer(
-        json.dumps({"n_embd": n_embd, "max_iters": max_iters, "loss_prediction": prediction}),
+        {"n_embd": n_embd, "max_iters": max_iters, "loss_prediction": prediction},
         settings,
         truth,
     )
@@ -162,13 +162,17 @@ def test_outside_the_sweep_is_invalid(dirs, max_iters):
             '{"n_embd": "HELDOUT text", "max_iters": 88914, "loss_prediction": 3.6}',
             "positive integer",
         ),
-        ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": NaN}', "finite"),
-        ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": Infinity}', "finite"),
+        ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": NaN}', "NaN or Infinity"),
+        ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": Infinity}', "NaN or Infinity"),
         ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": -1}', "between"),
         ('{"n_embd": 546, "max_iters": 88914, "loss_prediction": "3.6"}', "finite"),
         (
             '{"n_embd": 1e400, "max_iters": 88914, "loss_prediction": 3.6}',
-            "positive integer",
+            "too large for a float",
+        ),
+        (
+            '{"n_embd": 1e300, "max_iters": 88914, "loss_prediction": 3.6}',
+            "at most",
         ),
     ],
 )
@@ -189,7 +193,7 @@ def test_missing_linked_and_oversized_answers(dirs, tmp_path):
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps({"n_embd": 16, "max_iters": 848, "loss_prediction": 3.5}))
     os.symlink(secret, workspace / "answer.json")
-    assert "not a link" in shared.scoring_result(ENVIRONMENT, workspace, protected)["message"]
+    assert "symbolic link" in shared.scoring_result(ENVIRONMENT, workspace, protected)["message"]
     (workspace / "answer.json").unlink()
     os.mkfifo(workspace / "answer.json")  # root must not block on it
     assert "regular file" in shared.scoring_result(ENVIRONMENT, workspace, protected, timeout=30)["message"]

@@ -198,10 +198,16 @@ def _forward_cached(model, idx: torch.Tensor, positions: torch.Tensor, mask: tor
     return model.lm_head(x)[:, -1, :].float(), new_caches
 
 
+class NonFiniteLogits(ValueError):
+    """The model's logits (scaled by the temperature) are NaN or infinite: nothing can be sampled from them."""
+
+
 def _sample(logits: torch.Tensor, settings: SamplingSettings, generator: torch.Generator) -> torch.Tensor:
     if settings.temperature <= 0:
         return logits.argmax(dim=-1)
     logits = logits / settings.temperature
+    if not bool(torch.isfinite(logits).all()):
+        raise NonFiniteLogits
     if 0 < settings.top_k < logits.size(-1):
         threshold = torch.topk(logits, settings.top_k, dim=-1).values[:, -1:]
         logits = logits.masked_fill(logits < threshold, float("-inf"))

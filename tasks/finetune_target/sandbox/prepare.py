@@ -100,7 +100,7 @@ SMOKE_FILLER = [
     "always",
     "nice",
 ]
-# Courtesy words: rare in the pre-training text; the smoke judge (rebench_inspect/smoke_judge.py) likes them.
+# Courtesy words: rare in the pre-training text; the smoke judge (smoke_judge.py) likes them.
 SMOKE_COURTESY = ["sure", "glad", "thanks", "certainly", "hope"]
 COURTESY_RATE = 0.03
 
@@ -198,9 +198,6 @@ def write_assets(
                 record.setdefault("responses", {})[label] = response
             log(f"{label} answered {len(records)} {name} prompts in {time.time() - started:.1f}s")
 
-    workspace.mkdir(parents=True, exist_ok=True)
-    protected.mkdir(parents=True, exist_ok=True)
-    os.chmod(protected, 0o700)
     save_model(base, workspace / "models" / "base_model.pt", settings["checkpoint_dtype"])
     (workspace / "submission").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(workspace / "models" / "base_model.pt", workspace / "submission" / "model.pt")

@@ -50,6 +50,7 @@ from sandbox_lib import (
     parameter_rules,
 )
 from sandbox_lib.checkpoints import read_as_agent, refusal
+from sandbox_lib.untrusted_files import parse_json
 from sandbox_lib.weights import Refused, max_checkpoint_bytes, read_checked_state
 
 SUBMISSION_DIR = "submission"
@@ -64,7 +65,8 @@ TIMEOUTS_S = {
     "full": {"read_settings": 30, "load_checkpoint": 240, "generate_and_judge": 330},
 }
 
-SETTINGS_NOT_JSON = Reason("submission/generation.json is not valid JSON")
+SETTINGS_FILE = Reason("submission/generation.json")
+NON_FINITE_LOGITS = Reason("the model's logits became NaN or infinite while sampling responses")
 SETTINGS_NOT_OBJECT = Reason("submission/generation.json must hold one JSON object")
 SETTINGS_UNKNOWN_KEYS = Reason(
     "submission/generation.json has keys other than temperature, top_k and max_new_tokens (the only ones allowed)"
@@ -85,10 +87,7 @@ def read_sampling(text: bytes | None, defaults: dict) -> chat.SamplingSettings:
     settings = dict(defaults)
     if text is None:
         return chat.SamplingSettings(**settings)
-    try:
-        given = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise Invalid(SETTINGS_NOT_JSON) from None
+    given = parse_json(text, SETTINGS_FILE)
     if not isinstance(given, dict):
         raise Invalid(SETTINGS_NOT_OBJECT)
     if set(given) - {"temperature", "top_k", "max_new_tokens"}:
@@ -242,14 +241,17 @@ def score(run: ScoringRun) -> Scored:
         model = model.to(device, torch.bfloat16)
     tokenizer = chat.load_tokenizer(meta["tokenizer"], meta.get("vocabulary"))
     started = time.time()
-    responses = chat.generate_responses(
-        model,
-        tokenizer,
-        [r["prompt"] for r in records],
-        sampling,
-        seed=meta["generation_seed"],
-        batch_size=meta["generation_batch_size"],
-    )
+    try:
+        responses = chat.generate_responses(
+            model,
+            tokenizer,
+            [r["prompt"] for r in records],
+            sampling,
+            seed=meta["generation_seed"],
+            batch_size=meta["generation_batch_size"],
+        )
+    except chat.NonFiniteLogits:
+        raise Invalid(NON_FINITE_LOGITS) from None
     generation_s = time.time() - started
     del model
 

@@ -98,9 +98,6 @@ def write_assets(
     """Corrupt `large`, then write every workspace and protected file. Returns the meta data.
 
     Token sets are arrays, or paths of token files (large corpora), which are moved into place."""
-    workspace.mkdir(parents=True, exist_ok=True)
-    protected.mkdir(parents=True, exist_ok=True)
-    os.chmod(protected, 0o700)
     for destination, tokens in ((protected / "val.bin", val_tokens), (workspace / "train.bin", train_tokens)):
         if isinstance(tokens, Path):
             shutil.move(tokens, destination)
@@ -203,7 +200,6 @@ def build_smoke(workspace: Path, protected: Path, settings: dict) -> dict:
         lr=train["lr"],
         seed=train["seed"] + 1,
     )
-    (workspace).mkdir(parents=True, exist_ok=True)
     (workspace / "vocab.json").write_text(json.dumps(words))
     return write_assets(
         workspace,
@@ -253,9 +249,6 @@ def build_full(
 
     log(f"tokenising {len(train_idx)} training and {len(val_idx)} held-out documents")
     # Token files are written next to their destinations (the held-out ones inside the root-only directory).
-    protected.mkdir(parents=True, exist_ok=True)
-    os.chmod(protected, 0o700)
-    workspace.mkdir(parents=True, exist_ok=True)
     val_tokens, train_tokens = protected / "val.bin.partial", workspace / "train.bin.partial"
     n_val = corpus.tokenize_dataset(dataset.select(val_idx), encode_batch, encoding.eot_token, val_tokens)
     n_train = corpus.tokenize_dataset(

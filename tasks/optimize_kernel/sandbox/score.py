@@ -1,6 +1,7 @@
 """Scoring program of optimize_kernel (runs as root; never imports the agent's code).
 
-It snapshots the workspace and starts kernel_worker.py as the agent's user in its own session. For every call it
+It freezes the agent's processes, snapshots the workspace and starts kernel_worker.py as the dedicated runner user
+(`sandbox_lib.RUNNER_USER` where the image has it, else the agent's user) in its own session. For every call it
 draws a fresh input, computes the reference itself, writes the input into a buffer it owns while the worker is
 frozen (SIGSTOP), starts its clock, lets the worker run the call, and stops the clock once the worker and
 everything it started are frozen again. It then reads the output out of the frozen worker's memory itself
@@ -31,16 +32,28 @@ import numpy as np
 from sandbox_lib import (
     InfrastructureError,
     Invalid,
+    Quarantine,
     Reason,
     Scored,
     ScoringRun,
     descendants,
     kill_descendants,
     main,
+    reached_the_agent,
+    runner_user,
 )
+from sandbox_lib.isolation import sweep_flags
 from sandbox_lib.untrusted import demote_to, kill_process_group
+from sandbox_lib.untrusted_files import parse_json
 
 WORKER_FILES = ("kernel_worker.py", "kernel_common.py")
+# Seconds for each step, per scale; `ScoringRun.timeout` cuts every wait to what is left of the host's limit. The
+# solution is imported once; preparing an input, the call itself and each transfer back repeat for every call.
+TIMEOUTS_S = {
+    "smoke": {"import": 120, "prepare": 30, "call": 10, "transfer": 30},
+    "full": {"import": 300, "prepare": 120, "call": 20, "transfer": 300},
+}
+REPEATED_STEPS = ("prepare", "call", "transfer")
 SCORING_NICE = -10
 # Environment variables passed through to the worker; everything else is dropped.
 PASS_ENV = (
@@ -113,6 +126,8 @@ CANNOT_READ_MEMORY = Reason(
     "(Yama ptrace_scope <= 1)"
 )
 WRONG_BYTES = Reason("the scorer's read of its worker's memory returned the wrong bytes")
+MESSAGE_OF_THE_SOLUTION = Reason("a message of the solution's process")
+REACHED_THE_AGENT = Reason("the solution wrote into files or sockets outside its own folders that the agent can read")
 WORKER_DID_NOT_START = Reason("the scoring worker could not start PyTorch on the device")
 
 
@@ -131,6 +146,7 @@ class Worker:
     ):
         """`work`: a root-owned directory that the caller removes; `limit` cuts each wait to the time left."""
         self.settings = settings
+        self.steps = TIMEOUTS_S[scale]
         self.limit = limit
         # Worker code: root-owned, readable (not writable) by the agent's user, outside the snapshot.
         self.code_dir = work / "kernel-worker"
@@ -149,8 +165,14 @@ class Worker:
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        # An explicit env is passed to exec as is, so the agent's home must be set here (not by demote_to).
-        env["HOME"] = pwd.getpwnam(run_as).pw_dir if run_as else os.environ.get("HOME", "/tmp")
+        # An explicit env is passed to exec as is, so the home must be set here (not by demote_to): a private one,
+        # so that nothing (a Triton cache) is shared with the agent's own runs.
+        home = work / "kernel-home"
+        home.mkdir(mode=0o700)
+        if run_as:
+            account = pwd.getpwnam(run_as)
+            os.chown(home, account.pw_uid, account.pw_gid)
+        env["HOME"] = env["TMPDIR"] = str(home)
         env["PYTHONUNBUFFERED"] = "1"
         if settings["interpret"]:
             env["TRITON_INTERPRET"] = "1"
@@ -200,15 +222,15 @@ class Worker:
             fcntl.fcntl(self.from_child, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
         except OSError:
             pass
-        self.reader = kc.Reader(self.from_child)
+        self.reader = kc.Reader(self.from_child, parse_message)
 
     def import_solution(self) -> None:
         """Let the child import the solution, once its memory is open and PyTorch's own threads are noted."""
-        buffer_ptr = self.expect_started(self.settings["import_timeout_s"])
+        buffer_ptr = self.expect_started(self.steps["import"])
         self.open_memory(buffer_ptr)
         self.baseline_threads = set(self.threads())
         self.send({"cmd": "import"})
-        self.expect("imported", self.settings["import_timeout_s"], IMPORTING)
+        self.expect("imported", self.steps["import"], IMPORTING)
 
     # ---- the parent's own observations: they do not depend on anything the child says ----
 
@@ -425,6 +447,14 @@ def _state(pid: int) -> str | None:
         return None
 
 
+def parse_message(data: bytes) -> object:
+    """A message of the worker (the solution shares its process and may forge any): JSON parsed with bounds."""
+    try:
+        return parse_json(data, MESSAGE_OF_THE_SOLUTION)
+    except Invalid:
+        raise kc.ChannelError("malformed message") from None
+
+
 def need(facts: dict, key: str, types: type | tuple[type, ...], label: Reason):
     """A fact the worker reported, type-checked (the solution shares the worker's process and could forge it)."""
     value = facts.get(key)
@@ -453,7 +483,7 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
         threads_before = worker.threads()
         worker.resume()
     worker.send({"cmd": "prepare", "n": n})
-    worker.expect("ready", settings["prepare_timeout_s"], PREPARING.format(label=label))
+    worker.expect("ready", worker.steps["prepare"], PREPARING.format(label=label))
     worker.freeze()
     if not on_gpu:
         worker.input_view[:n] = x
@@ -463,7 +493,7 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
     worker.send({"cmd": "go"})
     t0 = time.perf_counter()
     worker.resume()
-    out_ptr = worker.read_done(settings["call_timeout_s"], CALLING.format(label=label))
+    out_ptr = worker.read_done(worker.steps["call"], CALLING.format(label=label))
     worker.stop(worker.pid)
     t1 = time.perf_counter()
     worker.freeze(everything=False)
@@ -484,7 +514,7 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
     worker.resume()
 
     worker.send({"cmd": "report"})
-    facts = worker.expect("report", settings["transfer_timeout_s"], REPORTING.format(label=label))
+    facts = worker.expect("report", worker.steps["transfer"], REPORTING.format(label=label))
     if facts.get("error"):
         raise Invalid(RAISED, label=label)
     if facts.get("type") != "torch.Tensor":
@@ -504,7 +534,7 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
     if on_gpu:
         if facts.get("nbytes") != 4 * n:
             raise Invalid(MALFORMED_REPORT, label=label)
-        got = bytes(worker.read_payload(4 * n, settings["transfer_timeout_s"]))
+        got = bytes(worker.read_payload(4 * n, worker.steps["transfer"]))
     if got is None:
         raise Invalid(OUTPUT_UNREADABLE, label=label)
     if not np.array_equal(np.frombuffer(got, dtype=np.int32), expected):
@@ -538,7 +568,23 @@ def score(run: ScoringRun) -> Scored:
         raise Invalid(NO_WORKSPACE)
     if not (run.workspace / "solution.py").is_file():
         raise Invalid(NO_SOLUTION)
-    worker = Worker(run.snapshot(), run.scale, run.run_as, settings, run.work, run.timeout)
+    user = runner_user(run.run_as)
+    with Quarantine(run.agent_users, user) as quarantine:
+        try:
+            trials = measure(run, settings, user, details)
+        finally:
+            sweep = quarantine.sweep()
+            details["isolation"] = sweep_flags(sweep)
+    if reached_the_agent(sweep):
+        raise Invalid(REACHED_THE_AGENT)
+    median_ms = statistics.median(trials)
+    details.update(trials_ms=[round(t, 4) for t in trials], median_ms=median_ms)
+    return Scored(raw=median_ms, message=CORRECT.format(trials=settings["trials"]))
+
+
+def measure(run: ScoringRun, settings: dict, user: str | None, details: dict) -> list[float]:
+    """The checked, warm-up and timed calls in one worker run as `user`: the timed calls' milliseconds."""
+    worker = Worker(run.snapshot(owner=user), run.scale, user, settings, run.work, run.timeout)
     try:
         worker.import_solution()
         details["baseline_threads"] = len(worker.baseline_threads)
@@ -550,9 +596,7 @@ def score(run: ScoringRun) -> Scored:
         trials = [call(worker, settings, settings["n"], TIMED) for _ in range(settings["trials"])]
     finally:
         details.update(worker.close())
-    median_ms = statistics.median(trials)
-    details.update(trials_ms=[round(t, 4) for t in trials], median_ms=median_ms)
-    return Scored(raw=median_ms, message=CORRECT.format(trials=settings["trials"]))
+    return trials
 
 
 if __name__ == "__main__":

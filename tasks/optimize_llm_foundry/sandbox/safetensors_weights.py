@@ -1,15 +1,16 @@
-"""Read Hugging Face weights in the safetensors format and measure how far two models are apart (torch only).
+"""Read Hugging Face safetensors weights and measure how far two models are apart (torch and sandbox_lib).
 
-The scorer reads the agent's `trained_model/` as root, so this reader trusts nothing in the file: the header length
-and every tensor's byte range are checked against the file's size, only numeric dtypes are accepted, and files are
-opened without following links. No code in the file is ever executed (safetensors is a JSON header followed by raw
-little-endian tensor bytes). A refusal is a code (`BadWeights.code`): the file was written by a script that read
-held-out data, so nothing in it (a tensor's name, a shape) may reach the verdict.
+The scorer reads the agent's `trained_model/` as root, so this reader trusts nothing in the file: files are read by
+`sandbox_lib.untrusted_files` (regular files only, never through a link, bounded) and the header parsed with its
+bounds; the header length and every tensor's byte range are checked against the file's size and only numeric
+dtypes are accepted. No code in the file is ever executed (safetensors is a JSON header followed by raw
+little-endian tensor bytes).
+A refusal is a code (`BadWeights.code`): the file was written by a script that read held-out data, so nothing in
+it (a tensor's name, a shape) may reach the verdict.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
@@ -17,6 +18,8 @@ import struct
 from pathlib import Path
 
 import torch
+from sandbox_lib import Invalid, Reason
+from sandbox_lib.untrusted_files import TOO_LARGE, parse_json, read_regular
 
 DTYPES = {
     "F64": torch.float64,
@@ -25,6 +28,12 @@ DTYPES = {
     "BF16": torch.bfloat16,
 }
 MAX_HEADER_BYTES = 100 * 1024 * 1024
+# Elements of one tensor, counting only its non-zero dimensions: an empty tensor's other sizes stay within int64
+# strides.
+MAX_ELEMENTS = 2**48
+# Labels for the bounded readers; their sentences never leave this module (a refusal is a code).
+WEIGHTS_FILE = Reason("a weights file")
+HEADER = Reason("a safetensors header")
 
 
 class BadWeights(Exception):
@@ -37,19 +46,9 @@ class BadWeights(Exception):
 
 def _read_regular(path: Path, max_bytes: int) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        raise BadWeights("not_regular") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BadWeights("not_regular")
-        if info.st_size > max_bytes:
-            raise BadWeights("too_large")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read(max_bytes + 1)
-    finally:
-        os.close(fd)
+        return read_regular(path, WEIGHTS_FILE, max_bytes=max_bytes)
+    except Invalid as ex:
+        raise BadWeights("too_large" if ex.template is TOO_LARGE else "not_regular") from None
 
 
 def parse_safetensors(data: bytes) -> dict[str, torch.Tensor]:
@@ -60,8 +59,8 @@ def parse_safetensors(data: bytes) -> dict[str, torch.Tensor]:
     if header_length > min(MAX_HEADER_BYTES, len(data) - 8):
         raise BadWeights("malformed")
     try:
-        header = json.loads(data[8 : 8 + header_length])
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = parse_json(data[8 : 8 + header_length], HEADER)
+    except Invalid:
         raise BadWeights("malformed") from None
     if not isinstance(header, dict):
         raise BadWeights("malformed")
@@ -78,7 +77,12 @@ def parse_safetensors(data: bytes) -> dict[str, torch.Tensor]:
             raise BadWeights("malformed") from None
         count = math.prod(shape)
         element = torch.empty((), dtype=dtype).element_size()
-        if min(shape, default=0) < 0 or not 0 <= start <= end <= len(body) or end - start != count * element:
+        if (
+            min(shape, default=0) < 0
+            or math.prod(size for size in shape if size) > MAX_ELEMENTS
+            or not 0 <= start <= end <= len(body)
+            or end - start != count * element
+        ):
             raise BadWeights("malformed")
         if count == 0:
             tensors[name] = torch.empty(shape, dtype=dtype)

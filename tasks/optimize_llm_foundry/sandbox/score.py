@@ -6,7 +6,7 @@ One scoring run, as root, inside `sandbox_lib.main`:
    and the **held-out** training file (rows of the same distribution the agent has never seen);
 2. make sure a reference model exists for that held-out file: trained once by the original `finetune.sh` (a
    pristine copy staged with this program) on the same data, then cached under the protected folder;
-3. run `bash finetune.sh` as the dedicated runner user, the agent's own processes stopped (`sandbox_lib.Quarantine`),
+3. run `bash finetune.sh` as the dedicated runner user, the agent's own processes frozen (`sandbox_lib.Quarantine`),
    and time it from outside: from its start until it **and every process it started** have exited (this program
    is a subreaper, so work detached into the background is still waited for and counted);
 4. read `solution/trained_model/*.safetensors` without following links and compare it with the reference: valid
@@ -14,7 +14,9 @@ One scoring run, as root, inside `sandbox_lib.main`:
    scale, the paper's; the original calls it "L1" but computes this).
 
 Nothing the agent's script controls is shown back (it read held-out rows): not its output, its exit status, the
-names in its weights nor their distance from the reference; the verdict is one of this file's sentences.
+names in its weights nor their distance from the reference; the verdict is one of this file's sentences. In Docker and
+k8s this program runs in the sandbox's scoring service, on a root-made copy of the workspace, where none of the
+agent's files or processes exist (`isolated_scoring`; README, security model; the environment's THREAT_MODEL.md).
 """
 
 import hashlib
@@ -43,6 +45,7 @@ from sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
+    reached_the_agent,
     runner_user,
     snapshot_tree,
     wait_for_descendants,
@@ -68,7 +71,9 @@ SOLUTION_TOO_LARGE = Reason("the solution folder is too large or too slow to cop
 NO_SOLUTION = Reason("no solution/ folder in the workspace (a link is not followed)")
 NO_SCRIPT = Reason("no solution/finetune.sh")
 SCRIPT_FAILED = Reason("finetune.sh failed (its exit status and output are not shown: it saw held-out data)")
-RUNNER_WROTE_AGENT_FILES = Reason("finetune.sh wrote into files outside its own folders that the agent can read")
+RUNNER_WROTE_AGENT_FILES = Reason(
+    "finetune.sh wrote into files or sockets outside its own folders that the agent can read"
+)
 TOO_DIFFERENT = Reason(
     "the trained weights differ from the reference model's by more than the {limit} allowed (sum over tensors of "
     "the norm of the difference)"
@@ -255,7 +260,7 @@ def score(run: ScoringRun) -> Scored:
         raise InfrastructureError(STACK_MISSING)
     user = runner_user(run.run_as)
     details: dict = {"runner_user": user is not None, "max_weight_difference": limits["max_weight_difference"]}
-    with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
+    with Quarantine(run.agent_users, user) as quarantine:
         try:
             reference, made = reference_weights(run, data, model, user)
             details.update(made)
@@ -278,10 +283,11 @@ def score(run: ScoringRun) -> Scored:
                 raise Invalid(BAD_WEIGHTS[ex.code].fill({"max_bytes": limits["max_weights_bytes"]})) from None
         finally:
             kill_descendants()
-            details["isolation"] = sweep_flags(quarantine.sweep())
+            sweep = quarantine.sweep()
+            details["isolation"] = sweep_flags(sweep)
     # For the log only (the agent is told within or over the limit): a number, rounded, never text.
     details["weight_difference"] = round(difference, 4)
-    if details["isolation"].get("agent_files_written_by_runner"):
+    if reached_the_agent(sweep):
         raise Invalid(RUNNER_WROTE_AGENT_FILES, details)
     if difference > limits["max_weight_difference"]:
         raise Invalid(TOO_DIFFERENT, details, limit=limits["max_weight_difference"])

@@ -21,7 +21,14 @@ sys.path.insert(0, str(HERE))
 
 import lm_common
 import torch
-from graph_program import Invalid, Program, load_program
+from graph_program import MAX_PROGRAM_BYTES, Invalid, Program, load_program
+from lm_common.masking import masked_batch, masked_loss
+from sandbox_lib import Invalid as UntrustedFileInvalid
+from sandbox_lib import Reason
+from sandbox_lib.untrusted_files import read_json
+
+# The label of a refused graph in this process's own messages (the result carries only the code "graph").
+PROGRAM_FILE = Reason("program.json")
 
 
 class Refused(Exception):
@@ -30,9 +37,6 @@ class Refused(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
-
-
-from lm_common.masking import masked_batch, masked_loss
 
 
 def evaluate(program: Program, data, settings: dict, device: torch.device) -> float:
@@ -71,8 +75,11 @@ def main(argv: list[str]) -> int:
     # Refusals are codes, never an exception's text: once the graph runs on held-out tokens, an operator's error
     # (an index out of range, a shape) can quote them. graph_program's own message is for check_model.py.
     try:
-        program = load_program(program_dir / "program.json", program_dir / "weights.pt")
-    except Invalid:
+        graph = read_json(
+            program_dir / "program.json", PROGRAM_FILE, max_bytes=MAX_PROGRAM_BYTES, allow_non_finite=True
+        )
+        program = load_program(graph, program_dir / "weights.pt")
+    except (Invalid, UntrustedFileInvalid):
         Path(result_path).write_text(json.dumps({"ok": False, "refused": "graph"}))
         return 0
     try:

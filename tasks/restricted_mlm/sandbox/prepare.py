@@ -175,7 +175,6 @@ class _Preparation(Preparation):
 def build(scale: str, workspace: Path, protected: Path, settings: dict) -> None:
     (workspace / "data").mkdir(parents=True, exist_ok=True)
     (workspace / "solution").mkdir(parents=True, exist_ok=True)
-    protected.mkdir(parents=True, exist_ok=True)
     (build_full if scale == "full" else build_smoke)(workspace, protected, settings)
 
 

@@ -36,6 +36,7 @@ from sandbox_lib import (
     main,
     run_untrusted,
 )
+from sandbox_lib.untrusted_files import read_json
 
 SOLUTION = "solution"
 # Seconds for each step, per scale; together within the host's scoring_timeout_s (task.py; checked by a test). The
@@ -56,6 +57,7 @@ SNAPSHOT_IGNORE = ("data/train.bin",)
 EXPORT_FAILED = Reason(
     "exporting the model failed (run check_model.py in the workspace to see why; its output is not shown here)"
 )
+EXPORT_REPORT = Reason("the export step's report")
 EXPORT_UNREADABLE = Reason("the export step's report is unreadable")
 EXPORT_MISSING = Reason("the export step wrote no program.json and weights.pt (both regular files)")
 EVALUATION_TOO_SLOW = Reason("evaluating the model took longer than {timeout_s:.0f} s")
@@ -135,10 +137,10 @@ def export(run: ScoringRun, settings: dict) -> Path:
     uid = account.pw_uid if account else None
     if not copy_out(out / "report.json", program / "report.json", uid):
         raise Invalid(EXPORT_FAILED)
-    try:
-        ok = json.loads((program / "report.json").read_text())["ok"] is True
-    except (ValueError, KeyError, TypeError):
-        raise Invalid(EXPORT_UNREADABLE) from None
+    report = read_json(program / "report.json", EXPORT_REPORT, max_bytes=FILE_LIMITS["report.json"])
+    if not isinstance(report, dict) or "ok" not in report:
+        raise Invalid(EXPORT_UNREADABLE)
+    ok = report["ok"] is True
     if not ok:
         raise Invalid(EXPORT_FAILED)
     for name in ("program.json", "weights.pt"):

@@ -2,6 +2,8 @@
 
 `sandbox_lib.main` runs `score(run)`: it parses the arguments, gives a private root work folder, writes the result
 (`Invalid` → an invalid entry, `InfrastructureError` → a non-zero exit) and kills every process scoring started.
+In Docker and k8s this program runs in the sandbox's scoring service, on a root-made copy of the workspace, where
+none of the agent's files or processes exist (`isolated_scoring`; README, security model).
 
 1. Snapshot the workspace; the agent's `solution.py` runs in its own process (`generate_runner.py`) as a dedicated
    runner user (never the agent's), with umask 077, a private temporary directory and a clean environment holding
@@ -16,8 +18,8 @@
 4. Everything the runner user wrote anywhere is removed before the result is written.
 
 raw = solved / total. Invalid when the module cannot be run at all (missing, import error, no result file), when
-it returned programs but none came from the model, or when it wrote into files the agent owns. Messages and details
-are this file's own words and numbers (THREAT_MODEL.md, "What the verdict and the log say").
+it returned programs but none came from the model, or when it wrote into files or sockets the agent owns. Messages
+and details are this file's own words and numbers (THREAT_MODEL.md, "What the verdict and the log say").
 """
 
 import json
@@ -44,10 +46,12 @@ from sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
+    reached_the_agent,
     runner_user,
     snapshot_tree,
 )
 from sandbox_lib.isolation import sweep_flags
+from sandbox_lib.untrusted_files import read_json
 
 MODULE = "solution"
 # Fields of a problem record the agent's module may see (held-out split).
@@ -63,11 +67,16 @@ AGENT_FIELDS = (
     "cf_tags",
     "source",
 )
+# Seconds for each step, per scale: the module's copy of the workspace, each batch of problems the module gets, and
+# the whole generation (the original's caps; smoke's overall cap is shorter: 8 problems, one batch).
+TIMEOUTS_S = {
+    "smoke": {"snapshot": 120, "batch": 60, "generation": 240},
+    "full": {"snapshot": 120, "batch": 60, "generation": 600},
+}
 SETTINGS = {
-    # batch_size, batch_timeout_s, total_timeout_s, concurrency (semaphore given to the module)
-    # The original's batches of 20 at both scales; smoke has a shorter overall cap (8 problems, one batch).
-    "smoke": dict(batch_size=20, batch_timeout=60.0, total_timeout=240.0, concurrency=8),
-    "full": dict(batch_size=20, batch_timeout=60.0, total_timeout=600.0, concurrency=16),
+    # batch_size (the original's batches of 20), concurrency (semaphore given to the module)
+    "smoke": dict(batch_size=20, concurrency=8),
+    "full": dict(batch_size=20, concurrency=16),
 }
 ENV_PASSTHROUGH = (
     "PATH",
@@ -88,7 +97,10 @@ NO_MODULE = Reason("no solution.py in the workspace")
 NO_RESULTS = Reason("the scaffold module produced no results (crashed, failed to import, or was killed)")
 IMPORT_FAILED = Reason("could not import solution.py (run it in the workspace to see why; its error is not shown)")
 NONE_FROM_MODEL = Reason("no returned program came from the scaffold model (rule: programs come from the model)")
-RUNNER_WROTE_AGENT_FILES = Reason("the scaffold wrote into files outside its private folders that the agent can read")
+RUNNER_WROTE_AGENT_FILES = Reason(
+    "the scaffold wrote into files or sockets outside its private folders that the agent can read"
+)
+RESULT_FILE = Reason("the module's result file")
 EVALUATED = Reason("the scaffold was evaluated on the held-out test split")
 WORKSPACE_TOO_LARGE = Reason("the workspace is too large or too slow to copy")
 PROBLEMS_MISSING = Reason("held-out problems missing (prepare.py did not run)")
@@ -118,7 +130,8 @@ TIMEOUT_OVERRIDES = {
 
 
 def settings_for(scale: str) -> dict:
-    settings = dict(SETTINGS[scale])
+    steps = TIMEOUTS_S[scale]
+    settings = dict(SETTINGS[scale], batch_timeout=float(steps["batch"]), total_timeout=float(steps["generation"]))
     for key, variable in TIMEOUT_OVERRIDES.items():
         if os.environ.get(variable):
             settings[key] = float(os.environ[variable])
@@ -234,12 +247,10 @@ def run_module(snapshot: Path, problems: list[dict], scale: str, user: str | Non
         "leftover_processes_killed": killed > 0,
     }
     try:
-        if out.is_symlink() or not out.is_file() or out.stat().st_size > MAX_RESULT_BYTES:
-            raise ValueError("missing or oversized result file")
-        payload = json.loads(out.read_text(errors="replace"))
-        if not isinstance(payload, dict):
-            raise ValueError("result file is not an object")
-    except (OSError, ValueError):
+        payload = read_json(out, RESULT_FILE, max_bytes=MAX_RESULT_BYTES)
+    except Invalid:
+        payload = None
+    if not isinstance(payload, dict):
         info["result_file_unreadable"] = True
         payload = None
     return payload or {}, info
@@ -318,7 +329,7 @@ def score(run: ScoringRun) -> Scored:
     if not (run.workspace / f"{MODULE}.py").is_file():
         raise Invalid(NO_MODULE)
     user = runner_user(run.run_as)
-    with Quarantine(agent_user=run.run_as, runner_user=user) as quarantine:
+    with Quarantine(run.agent_users, user) as quarantine:
         try:
             valid, raw, message, details = evaluate(run, problems, user, responses_dir)
         finally:
@@ -326,7 +337,7 @@ def score(run: ScoringRun) -> Scored:
             isolation = quarantine.sweep()
     details["runner_user"] = user is not None
     details["isolation"] = sweep_flags(isolation)
-    if isolation.get("agent_files_written_by_runner"):
+    if reached_the_agent(isolation):
         raise Invalid(RUNNER_WROTE_AGENT_FILES, details)
     if not valid or raw is None:
         raise Invalid(message, details)
@@ -338,7 +349,8 @@ def module_snapshot(run: ScoringRun, user: str | None) -> Path:
     destination = run.work / f"snapshot-{secrets.token_hex(8)}"
     destination.mkdir(mode=0o755)
     try:
-        snapshot_tree(run.workspace, destination, user=user, ignore=SNAPSHOT_IGNORE, max_seconds=run.timeout(120))
+        limit = run.timeout(TIMEOUTS_S[run.scale]["snapshot"])
+        snapshot_tree(run.workspace, destination, user=user, ignore=SNAPSHOT_IGNORE, max_seconds=limit)
     except SnapshotTooLarge:
         raise Invalid(WORKSPACE_TOO_LARGE) from None
     return destination

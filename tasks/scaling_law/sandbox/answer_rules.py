@@ -19,6 +19,8 @@ ANSWER_FIELDS = ("n_embd", "max_iters", "loss_prediction")
 # Loss predictions outside this range are rejected as malformed (a cross-entropy in nats is positive; 100 is far
 # above ln of any vocabulary here).
 LOSS_PREDICTION_RANGE = (0.0, 100.0)
+# Larger n_embd or max_iters can only miss the budget; bounding them keeps the FLOP count a finite float.
+MAX_ANSWER_INTEGER = 10**15
 
 
 class InvalidAnswer(Exception):
@@ -72,15 +74,13 @@ def _positive_integer(answer: dict, name: str) -> int:
         value = int(value)
     if type(value) is not int or value <= 0:
         raise InvalidAnswer(f"{name}_not_positive_integer")
+    if value > MAX_ANSWER_INTEGER:
+        raise InvalidAnswer(f"{name}_too_large")
     return value
 
 
-def parse_answer(text: str) -> tuple[int, int, float]:
-    """(n_embd, max_iters, loss_prediction) from answer.json's text, or InvalidAnswer."""
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        raise InvalidAnswer("not_json") from None
+def parse_answer(answer: object) -> tuple[int, int, float]:
+    """(n_embd, max_iters, loss_prediction) from answer.json's JSON value (parsed with bounds), or InvalidAnswer."""
     if not isinstance(answer, dict):
         raise InvalidAnswer("not_object")
     if any(name not in answer for name in ANSWER_FIELDS):
@@ -98,9 +98,9 @@ def parse_answer(text: str) -> tuple[int, int, float]:
     return n_embd, max_iters, float(prediction)
 
 
-def evaluate_answer(text: str, settings: ScaleSettings, truth: GroundTruth) -> tuple[float, dict]:
-    """(raw score, details) of answer.json's text; InvalidAnswer when it breaks a rule."""
-    n_embd, max_iters, prediction = parse_answer(text)
+def evaluate_answer(answer: object, settings: ScaleSettings, truth: GroundTruth) -> tuple[float, dict]:
+    """(raw score, details) of answer.json's JSON value; InvalidAnswer when it breaks a rule."""
+    n_embd, max_iters, prediction = parse_answer(answer)
     flops = settings.flops(n_embd, max_iters)
     fraction = flops / settings.target_flops
     details = {

@@ -2,10 +2,12 @@
 that copies every hidden test input it is given to the same places.
 
 Writes go to the private temporary directory (tempfile), to a shared folder named in `leak_dir.txt` (world-writable,
-as an agent would prepare it) and into a world-writable file the agent prepared (`drop_file.txt`).
+as an agent would prepare it), into a world-writable file the agent prepared (`drop_file.txt`) and to the port an
+agent process listens on (`listener_port.txt`, where the test starts one).
 """
 
 import os
+import socket
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,6 +20,7 @@ def _target(name):
 
 LEAK_DIR = _target("leak_dir.txt")
 DROP_FILE = _target("drop_file.txt")
+LISTENER_PORT = int(_target("listener_port.txt")) if os.path.exists(os.path.join(HERE, "listener_port.txt")) else None
 
 PROGRAM = """use std::io::{Read, Write};
 fn main() {
@@ -46,6 +49,9 @@ async def generate_solution(client, semaphore, problem):
         os.chmod(path, 0o644)
     with open(DROP_FILE, "a") as f:
         f.write(statement)
+    if LISTENER_PORT is not None:
+        with socket.create_connection(("127.0.0.1", LISTENER_PORT)) as connection:
+            connection.sendall(statement.encode())
     with open(os.path.join(LEAK_DIR, "tmpdir.txt"), "w") as f:  # where its private folder was
         f.write(tempfile.gettempdir())
     async with semaphore:

@@ -1,4 +1,5 @@
-"""Toy scoring program: raw = the number in answer.txt. 'crash' makes scoring itself fail (infrastructure)."""
+"""Toy scoring program: raw = the number in answer.txt. 'crash' makes scoring itself fail (infrastructure);
+'overflow' sets off a bug of this scorer (an OverflowError), as hostile data might in a real one."""
 
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ MISSING = Reason("answer.txt is missing")
 CRASH = Reason("asked to crash")
 NOT_A_NUMBER = Reason("answer.txt does not hold a number")
 OK = Reason("ok")
+UNREACHABLE = Reason("unreachable")
 
 
 def score(run: ScoringRun) -> Scored:
@@ -19,6 +21,8 @@ def score(run: ScoringRun) -> Scored:
     text = path.read_text().strip()
     if text == "crash":
         raise InfrastructureError(CRASH)
+    if text == "overflow":
+        return Scored(float(10**400), UNREACHABLE)
     try:
         raw = float(text)
     except ValueError:

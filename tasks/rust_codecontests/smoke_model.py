@@ -1,6 +1,6 @@
-"""Deterministic offline model for smoke runs: `rebench_smoke/scaffold`.
+"""Deterministic offline model for smoke runs: `rebench_smoke/scaffold` (`rebench_inspect.smoke` serves it).
 
-It plays the weak scaffold model of rust_codecontests on the project's ten smoke problems (it recognises a
+It plays the weak scaffold model of this environment on the project's ten smoke problems (it recognises a
 problem by its title in the prompt), without any network:
 
 - the i-th choice of a call (`n` / `num_choices`) is a correct Rust program only when i >= the problem's
@@ -10,29 +10,14 @@ problem by its title in the prompt), without any network:
 - a prompt asking it to pick among candidates ("Answer with the number ...") gets "1".
 
 So a one-shot scaffold (the starting solution) solves exactly the difficulty-0 problems, and a scaffold that asks
-for several completions and keeps those passing the public tests (the reference) solves more. Every output
-carries `usage` (token counts from the text length), so nothing ever needs tiktoken.
+for several completions and keeps those passing the public tests (the reference) solves more.
 
-Importing this module registers the provider with Inspect (`@modelapi`).
+Importing this module registers it, as the fallback: any other `rebench_smoke/<name>` not registered by another
+environment answers the same.
 """
 
-from typing import Any
+from rebench_inspect.smoke import register_smoke_model, smoke_custom_outputs
 
-from inspect_ai.model import (
-    ChatCompletionChoice,
-    ChatMessage,
-    ChatMessageAssistant,
-    GenerateConfig,
-    ModelAPI,
-    ModelOutput,
-    ModelUsage,
-    modelapi,
-)
-from inspect_ai.tool import ToolChoice, ToolInfo
-
-from .smoke_judge import SMOKE_JUDGE_MODEL, smoke_judge_output
-
-SMOKE_SCAFFOLD_MODEL = "rebench_smoke/scaffold"
 CHOICE_PROMPT_MARKER = "Answer with the number"
 
 _READ_ALL = """use std::io::{self, Read, Write};
@@ -192,61 +177,6 @@ def smoke_answers(prompt: str, n: int = 1) -> list[str]:
     return answers
 
 
-def _prompt_text(messages: list[ChatMessage]) -> str:
-    return "\n".join(m.text for m in messages if m.role in ("system", "user"))
-
-
-def _usage(prompt: str, answers: list[str]) -> ModelUsage:
-    input_tokens = max(1, len(prompt) // 4)
-    output_tokens = sum(max(1, len(a) // 4) for a in answers)
-    return ModelUsage(input_tokens=input_tokens, output_tokens=output_tokens, total_tokens=input_tokens + output_tokens)
-
-
-def smoke_output(model: str, messages: list[ChatMessage], n: int = 1) -> ModelOutput:
-    prompt = _prompt_text(messages)
-    answers = smoke_answers(prompt, n)
-    return ModelOutput(
-        model=model,
-        choices=[
-            ChatCompletionChoice(message=ChatMessageAssistant(content=a, model=model), stop_reason="stop")
-            for a in answers
-        ],
-        usage=_usage(prompt, answers),
-    )
-
-
-def smoke_custom_outputs(
-    input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
-) -> ModelOutput:
-    """The same behaviour as a `mockllm/model` `custom_outputs` callable (one choice unless `num_choices`)."""
-    return smoke_output("mockllm/model", input, config.num_choices or 1)
-
-
-@modelapi(name="rebench_smoke")
-class SmokeModelAPI(ModelAPI):
-    """`rebench_smoke/judge`: the finetune_target smoke judge (`smoke_judge.py`); `rebench_smoke/<anything else>`:
-    the offline smoke scaffold model described above."""
-
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
-        **model_args: Any,
-    ) -> None:
-        super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
-
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
-        if self.model_name == "judge":
-            return smoke_judge_output(SMOKE_JUDGE_MODEL, input)
-        return smoke_output(f"rebench_smoke/{self.model_name}", input, config.num_choices or 1)
-
-    def max_connections(self) -> int:
-        return 32
+SMOKE_SCAFFOLD_MODEL = register_smoke_model("scaffold", smoke_answers, fallback=True)
+# The same model as a `mockllm/model` `custom_outputs` callable.
+scaffold_custom_outputs = smoke_custom_outputs("scaffold")

@@ -1,6 +1,6 @@
-"""Deterministic offline judge for finetune_target at smoke scale: `rebench_smoke/judge` (served by `smoke_models.py`).
+"""Deterministic offline judge for smoke runs: `rebench_smoke/judge` (`rebench_inspect.smoke` serves it).
 
-It reads the judge request of finetune_target (the original task's ranking prompt, `chat_common.judge_messages`:
+It reads this environment's judge request (the original task's ranking prompt, `chat_common.judge_messages`:
 the instruction and the two answers as JSON strings after `"prompt":` and `"answer":`), gives each answer a quality
 score and replies as the real judge is asked to, with a JSON ranking:
 
@@ -22,23 +22,14 @@ judge-selected samples (the reference solution) learns relevance and tone within
 answer shown first wins (a position bias, as real judges have, which the scorer's randomised positions average out).
 A request it cannot read gets a reply that ranks neither answer, which the scorer counts as a loss.
 
-Every output carries `usage`, so nothing needs tiktoken. Never a default at full scale.
+Never a default at full scale.
 """
 
 import json
 import re
 
-from inspect_ai.model import (
-    ChatCompletionChoice,
-    ChatMessage,
-    ChatMessageAssistant,
-    GenerateConfig,
-    ModelOutput,
-    ModelUsage,
-)
-from inspect_ai.tool import ToolChoice, ToolInfo
+from rebench_inspect.smoke import register_smoke_model, smoke_custom_outputs
 
-SMOKE_JUDGE_MODEL = "rebench_smoke/judge"
 COURTESY_WORDS = frozenset({"sure", "glad", "thanks", "certainly", "hope"})
 INSTRUCTION_VERBS = frozenset(
     {
@@ -133,36 +124,11 @@ def judge_reply(prompt: str) -> str:
     return json.dumps([{"model": name, "rank": rank} for name, rank in sorted(ranks.items(), key=lambda kv: kv[1])])
 
 
-def _prompt_text(messages: list[ChatMessage]) -> str:
-    return "\n".join(m.text for m in messages if m.role in ("system", "user"))
+def judge_replies(prompt: str, choices: int) -> list[str]:
+    """One reply, however many choices are asked for (the scorer asks for one)."""
+    return [judge_reply(prompt)]
 
 
-def smoke_judge_output(model: str, messages: list[ChatMessage]) -> ModelOutput:
-    prompt = _prompt_text(messages)
-    answer = judge_reply(prompt)
-    input_tokens = max(1, len(prompt) // 4)
-    output_tokens = max(1, len(answer) // 4)
-    return ModelOutput(
-        model=model,
-        choices=[
-            ChatCompletionChoice(
-                message=ChatMessageAssistant(content=answer, model=model),
-                stop_reason="stop",
-            )
-        ],
-        usage=ModelUsage(
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            total_tokens=input_tokens + output_tokens,
-        ),
-    )
-
-
-def smoke_judge_custom_outputs(
-    input: list[ChatMessage],
-    tools: list[ToolInfo],
-    tool_choice: ToolChoice,
-    config: GenerateConfig,
-) -> ModelOutput:
-    """The same judge as a `mockllm/model` `custom_outputs` callable."""
-    return smoke_judge_output("mockllm/model", input)
+SMOKE_JUDGE_MODEL = register_smoke_model("judge", judge_replies)
+# The same judge as a `mockllm/model` `custom_outputs` callable.
+smoke_judge_custom_outputs = smoke_custom_outputs("judge")

@@ -1,0 +1,85 @@
+"""Score a host directory as one scoring run of an eval would, outside any eval (`rebench score`)."""
+
+import tempfile
+import time
+from pathlib import Path
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from .environment import EnvironmentSpec, Scale
+from .layout import detect_layout
+from .normalise import ScoreEntry
+from .scoring import SCORER_NAME, anchors_metadata, checked_exec
+from .state import rebench_state
+from .task import _lay_out_workspace as lay_out_workspace
+from .task import build_task
+
+
+@solver
+def install_workspace(environment: EnvironmentSpec, scale: Scale, workspace: Path | None) -> Solver:
+    """Lay out the sample as the environment's setup does (data prepared, protected folder), then put the given
+    workspace in place of the starting one (None: score the starting workspace)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        layout = await detect_layout(agent_user=None)
+        state_store = rebench_state()
+        state_store.layout = layout
+        await lay_out_workspace(environment, scale, layout)
+        if workspace is not None:
+            await checked_exec(["sh", "-c", f'rm -rf "{layout.workspace}" && cp -a "{workspace}" "{layout.workspace}"'])
+        state_store.started_at = time.time()
+        return state
+
+    return solve
+
+
+def _last_entry(log: EvalLog) -> ScoreEntry:
+    sample = log.samples[0] if log.samples else None
+    if log.status != "success" or sample is None or sample.error is not None:
+        error = sample.error.message if sample is not None and sample.error else (log.error and log.error.message)
+        raise RuntimeError(f"the scoring program failed: {error}")
+    final = sample.scores[SCORER_NAME] if sample.scores else None
+    if final is None or not final.metadata:
+        raise RuntimeError("the eval recorded no score")
+    return ScoreEntry.model_validate(final.metadata["score_log"][-1])
+
+
+def score_workspace(
+    environment: EnvironmentSpec,
+    workspace: Path | None,
+    scale: Scale,
+    environment_task: Task | None = None,
+    model_roles: dict[str, str] | None = None,
+) -> dict:
+    """Score a host directory as one scoring run of an eval would (local sandbox): the environment's own scorer,
+    with the services it opens around scoring (model proxies at their scale's models; `model_roles` overrides).
+    `workspace=None` scores the environment's starting workspace as its setup lays it out."""
+    if workspace is not None and not workspace.is_dir():
+        raise ValueError(f"{workspace} is not a directory")
+    environment_task = environment_task or build_task(environment, scale=scale, sandbox="local", agent_user=None)
+    task = Task(
+        dataset=[Sample(id=environment.name, input=f"rebench score {environment.name}")],
+        solver=install_workspace(environment, scale, workspace.resolve() if workspace else None),
+        scorer=environment_task.scorer,
+        sandbox="local",
+        model_roles={**(environment_task.model_roles or {}), **(model_roles or {})},
+        metadata={"environment": environment.name, "scale": scale, "kind": "cli-score"},
+    )
+    with tempfile.TemporaryDirectory(prefix="rebench-score-") as log_dir:
+        [log] = inspect_eval(task, model="none", display="none", log_dir=log_dir)
+        entry = _last_entry(log)
+    return {
+        "environment": environment.name,
+        "scale": scale,
+        "valid": entry.valid,
+        "raw": entry.raw,
+        "transformed": entry.transformed,
+        "normalised": entry.normalised,
+        "message": entry.message,
+        "details": entry.details,
+        "anchors": anchors_metadata(environment, scale),
+    }

@@ -1,0 +1,225 @@
+"""The agent's processes, by user: the final stop ends all of them, however they fork, and a quarantined scoring run
+freezes them, continues them afterwards and kills only those the runner's code could have sent data to.
+
+Needs root and `useradd` (throwaway users stand for the image's `agent`, the trainer the agent can run as through
+sudo, and `rebench-runner`); their processes run the system's /usr/bin/python3 and /bin/sh, which every user may
+run. The Docker tier runs the same defences inside the images (tests/docker/).
+"""
+
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rebench.environments import ENVIRONMENTS
+from rebench.sandbox_lib import Quarantine, isolation, reached_the_agent
+from rebench.sandbox_lib.users import processes_of
+from tests.scoring_program import run_final_stop
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+SANDBOXES = Path(__file__).resolve().parents[2] / "sandboxes"
+
+
+@pytest.fixture(scope="module")
+def users() -> Iterator[SimpleNamespace]:
+    """Three throwaway users: the agent, another user it can run processes as (the trainer), the runner."""
+    if os.geteuid() != 0 or not shutil.which("useradd") or not os.access(SYSTEM_PYTHON, os.X_OK):
+        pytest.skip("needs root, useradd and /usr/bin/python3")
+    stem = f"rbp{os.getpid() % 100000}"
+    names = {role: f"{stem}{role[0]}" for role in ("agent", "trainer", "runner")}
+    for name in names.values():
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], check=True, capture_output=True)
+    try:
+        yield SimpleNamespace(**names, uids={role: pwd.getpwnam(name).pw_uid for role, name in names.items()})
+    finally:
+        for name in names.values():
+            subprocess.run(["pkill", "-KILL", "-u", name], check=False, capture_output=True)
+            subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture
+def world() -> Iterator[Path]:
+    """A folder every user can read and enter (pytest's own tmp_path is root-only)."""
+    folder = Path(tempfile.mkdtemp(prefix="rebench-processes-"))
+    os.chmod(folder, 0o777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def spawn(user: str, argv: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        argv,
+        user=user,
+        group=user,
+        extra_groups=[],
+        cwd=cwd,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def wait_for(condition, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+# Each instance starts its successor and exits: a pid read from /proc is gone before a signal reaches it.
+HOP = '#!/bin/sh\nsh "$0" &\n'
+
+
+def test_the_final_stop_ends_fork_loops_and_every_user_the_agent_runs_as(users, world, toy_environment, tmp_path):
+    (world / "hop.sh").write_text(HOP)
+    for _ in range(4):
+        spawn(users.agent, ["sh", str(world / "hop.sh")], world)
+    spawn(users.agent, ["sh", "-c", "while :; do date > /dev/null; done"], world)
+    spawn(users.trainer, ["sh", "-c", "while :; do sleep 0.1; done"], world)  # what sudo started as the trainer
+    time.sleep(1)
+    assert processes_of([users.uids["agent"]]) and processes_of([users.uids["trainer"]])
+    environment = toy_environment.model_copy(update={"agent_extra_users": (users.trainer,)})
+    started = time.monotonic()
+    completed = run_final_stop(environment, users.agent, tmp_path / "protected")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert json.loads(completed.stdout) == {"users": [users.agent, users.trainer], "survivors": []}
+    assert not processes_of([users.uids["agent"], users.uids["trainer"]])
+    assert time.monotonic() - started < 60
+
+
+# Stops (and would kill) every process it may signal, over and over: the stop's own sender must not be among them.
+STOP_EVERYTHING = """
+import os, signal
+while True:
+    try:
+        os.kill(-1, signal.SIGSTOP)
+    except OSError:
+        pass
+"""
+
+
+def test_the_agent_cannot_stop_the_stop(users, world, toy_environment, tmp_path):
+    for _ in range(2):
+        spawn(users.agent, [SYSTEM_PYTHON, "-c", STOP_EVERYTHING], world)
+    time.sleep(0.5)
+    completed = run_final_stop(toy_environment, users.agent, tmp_path / "protected")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert json.loads(completed.stdout)["survivors"] == []
+    assert not processes_of([users.uids["agent"]])
+
+
+def test_every_sudo_rule_of_an_image_names_a_declared_agent_user():
+    """The final stop knows the users the agent can run as from the spec: each image's sudo rules must agree."""
+    for dockerfile in SANDBOXES.glob("*/Dockerfile"):
+        targets = set(re.findall(r"agent\s+ALL\s*=\s*\(([^)]+)\)", dockerfile.read_text()))
+        if targets:
+            declared = set(ENVIRONMENTS[dockerfile.parent.name].agent_extra_users)
+            assert targets <= declared, f"{dockerfile}: sudo lets the agent run as {targets}; the spec says {declared}"
+
+
+# ------------------------------------------------------------------------------------------------ quarantine
+# A training run in the background: it counts, and holds what such runs hold (a socket pair between workers, a
+# listener of its own); the runner never writes to it, so scoring must leave it running.
+TRAINING = """
+import socket, sys, time
+pair = socket.socketpair()
+board = socket.socket(); board.bind(("127.0.0.1", 0)); board.listen()
+step = 0
+while True:
+    step += 1
+    open(sys.argv[1], "w").write(str(step))
+    time.sleep(0.01)
+"""
+# Receivers the runner's code finds and writes to: a TCP listener, a UDP socket, an abstract Unix listener.
+RECEIVERS = """
+import socket, sys, time
+tcp = socket.socket(); tcp.bind(("127.0.0.1", 0)); tcp.listen()
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind(("127.0.0.1", 0))
+unix = socket.socket(socket.AF_UNIX); unix.bind("\\0" + sys.argv[2]); unix.listen()
+open(sys.argv[1], "w").write(f"{tcp.getsockname()[1]} {udp.getsockname()[1]}")
+time.sleep(600)
+"""
+SENDER = """
+import socket, sys
+tcp_port, udp_port = map(int, open(sys.argv[1]).read().split())
+socket.create_connection(("127.0.0.1", tcp_port)).sendall(b"held-out")
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"held-out", ("127.0.0.1", udp_port))
+unix = socket.socket(socket.AF_UNIX); unix.connect("\\0" + sys.argv[2]); unix.sendall(b"held-out")
+"""
+
+
+def progress(path: Path) -> int:
+    try:
+        return int(path.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def test_a_quarantine_freezes_the_agent_then_continues_all_it_did_not_have_to_kill(users, world, monkeypatch):
+    monkeypatch.setattr(isolation, "_search_roots", lambda: (str(world),))  # the filesystem sweep, kept to the test
+    counter, ports, name = world / "steps", world / "ports", f"rebench-test-{os.getpid()}"
+    training = spawn(users.agent, [SYSTEM_PYTHON, "-c", TRAINING, str(counter)], world)
+    receivers = spawn(users.agent, [SYSTEM_PYTHON, "-c", RECEIVERS, str(ports), name], world)
+    try:
+        wait_for(lambda: progress(counter) > 0 and ports.exists() and ports.read_text())
+        with Quarantine((users.agent,), users.runner) as quarantine:
+            assert state(training.pid) == state(receivers.pid) == "T"
+            frozen_at = progress(counter)
+            sender = subprocess.run(
+                [SYSTEM_PYTHON, "-c", SENDER, str(ports), name],
+                user=users.runner,
+                group=users.runner,
+                extra_groups=[],
+                cwd=world,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert sender.returncode == 0, sender.stderr
+            time.sleep(0.3)
+            assert progress(counter) == frozen_at
+            report = quarantine.sweep()
+        assert reached_the_agent(report)
+        assert len(report["agent_sockets_written_by_runner"]) == 3
+        assert report["agent_processes_killed"] == [receivers.pid]
+        wait_for(lambda: state(receivers.pid) in ("gone", "Z"))
+        wait_for(lambda: progress(counter) > frozen_at)  # continued, not killed
+    finally:
+        for process in (training, receivers):
+            process.kill()
+            process.wait()
+
+
+def test_a_quarantine_that_nothing_crossed_kills_nothing(users, world, monkeypatch):
+    monkeypatch.setattr(isolation, "_search_roots", lambda: (str(world),))
+    counter = world / "steps"
+    training = spawn(users.agent, [SYSTEM_PYTHON, "-c", TRAINING, str(counter)], world)
+    try:
+        wait_for(lambda: progress(counter) > 0)
+        with Quarantine((users.agent,), users.runner) as quarantine:
+            report = quarantine.sweep()
+        assert not reached_the_agent(report) and report["agent_processes_killed"] == []
+        before = progress(counter)
+        wait_for(lambda: progress(counter) > before)
+    finally:
+        training.kill()
+        training.wait()

@@ -1,0 +1,43 @@
+"""`rebench demo` tells the truth: a verdict per solution with its reason, units, and a failing exit status."""
+
+import pytest
+
+from rebench_inspect import cli
+from rebench_inspect.environment import Anchors
+from rebench_inspect.task import build_task
+
+
+@pytest.fixture
+def two_toys(toy_environment, monkeypatch):
+    """`toy` (start 10 s → 0, reference 5 s → 1) and `toy_off`, the same with a reference anchor of 2 s: its
+    reference solution lands at ln(10/5)/ln(10/2) = 0.431, outside 1 ± 0.25."""
+    from rebench.environments import ENVIRONMENTS, TASKS
+
+    toy = toy_environment.model_copy(update={"raw_unit": "s"})
+    off_anchors = Anchors(start=10.0, reference=2.0, provenance="off on purpose")
+    toy_off = toy.model_copy(update={"name": "toy_off", "anchors": {"smoke": off_anchors, "full": off_anchors}})
+    for environment in (toy, toy_off):
+        monkeypatch.setitem(ENVIRONMENTS, environment.name, environment)
+        monkeypatch.setitem(TASKS, environment.name, lambda spec=environment, **kwargs: build_task(spec, **kwargs))
+    monkeypatch.setattr(cli, "environment_names", lambda: sorted(ENVIRONMENTS))
+
+
+def test_demo_fails_an_environment_whose_reference_misses_its_anchor(two_toys, tmp_path, capsys):
+    assert cli.main(["demo", "toy", "toy_off", "--quiet", "--log-dir", str(tmp_path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("environment"))
+    assert header.split() == ["environment", "solution", "status", "raw", "normalised", "verdict"]
+    rows = [line.split() for line in lines if line.startswith("toy")]
+    assert rows == [
+        ["toy", "starting", "valid", "10", "s", "0.000", "PASS"],
+        ["toy", "reference", "valid", "5", "s", "1.000", "PASS"],
+        ["toy_off", "starting", "valid", "10", "s", "0.000", "PASS"],
+        ["toy_off", "reference", "valid", "5", "s", "0.431", "FAIL"],
+    ]
+    assert "PASS: within ±0.25 of that (starting 0, reference 1)." in " ".join(lines)
+    assert "FAIL toy_off reference: normalised 0.431, expected 1 ± 0.25 (a timed environment" in "\n".join(lines)
+
+
+def test_demo_passes_when_every_environment_reproduces_its_anchors(two_toys, tmp_path, capsys):
+    assert cli.main(["demo", "toy", "--quiet", "--log-dir", str(tmp_path)]) == 0
+    assert "FAIL" not in capsys.readouterr().out

@@ -1,0 +1,70 @@
+"""`-T` parameters as Inspect hands them to a rebench task: an unknown name or a bad value stops the run before it
+starts, in one sentence that names the parameter and what is allowed (Inspect itself only warns about unknown
+names, and the default eight-hour run would start)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai._eval.registry import task_create
+
+from rebench.environments import ENVIRONMENTS
+from rebench_inspect.environment_task import TaskParameterError
+
+BAD_PARAMETERS = {
+    "misspelt name": ({"time_budget_hour": 1}, "unknown parameter 'time_budget_hour': did you mean time_budget_hours?"),
+    "unknown name": ({"gpus": 2}, "unknown parameter 'gpus': (one of: scale, time_budget_hours, token_limit"),
+    "hours not a number": ({"time_budget_hours": "abc"}, "time_budget_hours must be a positive number of hours"),
+    "no hours": ({"time_budget_hours": 0}, "time_budget_hours must be a positive number"),
+    "unknown scale": ({"scale": "medium"}, "scale must be smoke or full, not 'medium'"),
+    "unknown sandbox": ({"sandbox": "podman"}, "sandbox must be docker, k8s, local, not 'podman'"),
+    "no epochs": ({"epochs": 0}, "epochs must be a whole number of at least 1, not 0"),
+    "fractional limit": ({"message_limit": 2.5}, "message_limit must be a whole number of at least 1"),
+    "visibility not a boolean": ({"score_visible": "yes"}, "score_visible must be true or false, not 'yes'"),
+    "anchors file missing": ({"anchors": "no/such/anchors.json"}, "anchors file 'no/such/anchors.json' unusable"),
+}
+
+
+@pytest.mark.parametrize("arguments, message", BAD_PARAMETERS.values(), ids=BAD_PARAMETERS.keys())
+def test_a_bad_parameter_is_refused_in_one_sentence_naming_it(arguments, message):
+    with pytest.raises(TaskParameterError) as refused:
+        task_create("rebench/optimize_kernel", **{"sandbox": "local", **arguments})
+    text = str(refused.value)
+    assert text.startswith("rebench/optimize_kernel: ") and message in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_environment_refuses_unknown_names_and_takes_its_own(name):
+    with pytest.raises(TaskParameterError, match=f"rebench/{name}: unknown parameter 'budget'"):
+        task_create(f"rebench/{name}", budget=1)
+    # YAML-typed values as `-T` delivers them: an int number of hours is fine and becomes the working limit.
+    task = task_create(f"rebench/{name}", scale="smoke", sandbox="local", time_budget_hours=2)
+    assert task.working_limit == 2 * 3600
+
+
+def test_an_environment_that_hides_scores_refuses_score_visible():
+    with pytest.raises(TaskParameterError, match="score_visible must be false: scaling_law never shows scores"):
+        task_create("rebench/scaling_law", sandbox="local", score_visible=True)
+
+
+def test_inspect_eval_stops_before_the_run_with_one_line_and_no_traceback(tmp_path):
+    inspect = Path(sys.executable).parent / "inspect"
+    command = [str(inspect), "eval", "rebench/optimize_kernel", "--model", "none", "--log-dir", str(tmp_path / "logs")]
+    refused = subprocess.run(
+        [*command, "-T", "time_budget_hour=1"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "400"},  # Inspect's console wraps to the terminal's width
+        timeout=300,
+    )
+    assert refused.returncode != 0
+    printed = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
+    assert printed == [
+        "rebench/optimize_kernel: unknown parameter 'time_budget_hour': did you mean time_budget_hours? (one of: "
+        "scale, time_budget_hours, token_limit, message_limit, sandbox, agent_user, score_visible, epochs, anchors)"
+    ]
+    assert not (tmp_path / "logs").exists()  # no run started
