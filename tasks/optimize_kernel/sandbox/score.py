@@ -569,6 +569,7 @@ def score(run: ScoringRun) -> Scored:
     if not (run.workspace / "solution.py").is_file():
         raise Invalid(NO_SOLUTION)
     user = runner_user(run.run_as)
+    details["runner_user"] = user is not None
     with Quarantine(run.agent_users, user) as quarantine:
         try:
             trials = measure(run, settings, user, details)
