@@ -31,7 +31,7 @@ class Variant:
     name: str
     write: Callable[[Path], None]
     # In the fast tier: the faults issue 21 reproduced (a folder or a pipe for a file, deep nesting, integers too
-    # large for int() or for a float); the others run with `-m slow`.
+    # large for int() or for a float); the others run with `-m fuzz`.
     core: bool = False
 
     def __repr__(self) -> str:  # readable pytest ids
@@ -169,8 +169,8 @@ def json_variants(valid: dict[str, Any] | None = None) -> list[Variant]:
 
 
 def params(variants: list[Variant]) -> list[Any]:
-    """pytest parameters: the core variants in the fast tier, the rest marked slow."""
-    return [pytest.param(v, id=v.name, marks=() if v.core else pytest.mark.slow) for v in variants]
+    """pytest parameters: the core variants in the fast tier, the rest marked fuzz (`-m fuzz`)."""
+    return [pytest.param(v, id=v.name, marks=() if v.core else pytest.mark.fuzz) for v in variants]
 
 
 def assert_verdict(completed: subprocess.CompletedProcess, result_path: Path) -> dict:

@@ -24,7 +24,7 @@ def _verdict(workspace, protected, fake_judge) -> dict:
     return fuzz_inputs.assert_verdict(completed, protected / "result.json")
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz
 @pytest.mark.parametrize(
     "variant", fuzz_inputs.params(fuzz_inputs.file_variants() + fuzz_inputs.json_variants(VALID_SETTINGS))
 )
@@ -36,7 +36,7 @@ def test_malformed_generation_settings_get_a_verdict(env, fake_judge, variant):
     assert not _verdict(workspace, protected, fake_judge)["valid"]
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz
 @pytest.mark.parametrize("variant", fuzz_inputs.params(fuzz_inputs.file_variants()))
 def test_malformed_checkpoint_files_get_a_verdict(env, fake_judge, variant):
     workspace, protected = env

@@ -23,7 +23,7 @@ def test_malformed_checkpoint_files_get_a_verdict(scoring_dirs, variant):
     assert not fuzz_inputs.assert_verdict(completed, protected / "result.json")["valid"]
 
 
-@pytest.mark.slow
+@pytest.mark.fuzz
 def test_weights_too_large_for_the_loss_get_a_verdict(scoring_dirs):
     """Finite weights whose activations overflow: a non-finite loss is an invalid score, not a crash."""
     workspace, protected = scoring_dirs

@@ -46,7 +46,7 @@ VARIANTS = [
 
 @pytest.mark.parametrize("variant", fuzz_inputs.params(VARIANTS))
 @pytest.mark.parametrize(
-    "after", ["", pytest.param("os._exit(0)", marks=pytest.mark.slow)], ids=["then-imported", "then-exit"]
+    "after", ["", pytest.param("os._exit(0)", marks=pytest.mark.fuzz)], ids=["then-imported", "then-exit"]
 )
 def test_malformed_worker_messages_get_a_verdict(tmp_path, variant, after):
     staged = tmp_path / "frame"

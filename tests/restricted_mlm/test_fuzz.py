@@ -34,7 +34,7 @@ FAST = {("report.json", "document-deep-list"), ("program.json", "document-deep-l
 def _cases() -> list:
     return [
         pytest.param(
-            name, variant, id=f"{name}-{variant.name}", marks=() if (name, variant.name) in FAST else pytest.mark.slow
+            name, variant, id=f"{name}-{variant.name}", marks=() if (name, variant.name) in FAST else pytest.mark.fuzz
         )
         for name, variants in TARGETS.items()
         for variant in variants
