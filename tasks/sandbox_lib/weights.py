@@ -10,10 +10,6 @@ compressed (torch.save never compresses; a compressed entry is how a small file 
 `torch.load(weights_only=True)` (pickled code is refused, never run), checks names, shapes, dtypes and finiteness
 against the rules, and writes the plain tensors to OUTPUT_DIR/clean.pt and a verdict to OUTPUT_DIR/report.json.
 The scoring process re-reads clean.pt with `read_checked_state`, which applies the same checks again.
-
-A refusal is a code, never a sentence: this process is the agent user's, so what it reports is untrusted, and the
-scorer shows the agent only its own sentence for the code (`checkpoints.REFUSALS`), never a name, a type or a
-loader's message from the file.
 """
 
 from __future__ import annotations
@@ -33,12 +29,8 @@ import torch
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-class Refused(Exception):
-    """The checkpoint is not acceptable, for the reason `code` (a key of `checkpoints.REFUSALS`)."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
+class Invalid(Exception):
+    """The checkpoint is not acceptable; the message is shown to the agent."""
 
 
 def _element_bytes(dtype: str | None) -> int:
@@ -51,75 +43,84 @@ def max_checkpoint_bytes(rules: dict[str, Any]) -> int:
     return numbers + 16 * 1024 * 1024 + 4096 * len(rules["parameters"])
 
 
-def open_regular(path: Path) -> IO[bytes]:
+def open_regular(path: Path, label: str) -> IO[bytes]:
     """Open a file the agent controls: never through a link, never a pipe or device."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
-        raise Refused("not_found") from None
+        raise Invalid(f"{label} not found") from None
     except PermissionError:
-        raise Refused("unreadable") from None
-    except OSError:
+        raise Invalid(f"{label} cannot be read by the agent's user") from None
+    except OSError as ex:
         if os.path.islink(path):
-            raise Refused("link") from None
-        raise Refused("cannot_open") from None
+            raise Invalid(f"{label} is a symbolic link; save the checkpoint itself at that path") from None
+        raise Invalid(f"{label} cannot be opened ({ex.strerror})") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise Refused("directory" if stat.S_ISDIR(mode) else "special_file")
+        kind = "a directory" if stat.S_ISDIR(mode) else "a pipe, socket or device"
+        raise Invalid(f"{label} is not a regular file ({kind})")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
 
-def check_container(file: IO[bytes], max_bytes: int) -> None:
+def check_container(file: IO[bytes], label: str, max_bytes: int) -> None:
     """Bound the file and, for the zip format torch.save writes, every entry's stored and inflated size."""
     size = os.fstat(file.fileno()).st_size
     if size > max_bytes:
-        raise Refused("too_large")
+        raise Invalid(f"{label} is larger than the {max_bytes} bytes a checkpoint of this model can need")
     if not zipfile.is_zipfile(file):
         file.seek(0)
         return  # the legacy format: raw storages after a pickle, bounded by the file size
     try:
         entries = zipfile.ZipFile(file).infolist()
     except (zipfile.BadZipFile, OSError, ValueError):
-        raise Refused("bad_zip") from None
+        raise Invalid(f"{label} is corrupted or not a torch.save file (unreadable zip directory)") from None
     if any(entry.compress_type != zipfile.ZIP_STORED for entry in entries):
-        raise Refused("compressed")
+        raise Invalid(f"{label} holds compressed entries (torch.save never compresses them); refused")
     if sum(entry.file_size for entry in entries) > max_bytes:
-        raise Refused("inflates")
+        raise Invalid(f"{label} would inflate beyond the {max_bytes} bytes a checkpoint of this model can need")
     file.seek(0)
 
 
-def load_weights_only(file: IO[bytes]) -> Any:
+def load_weights_only(file: IO[bytes], label: str) -> Any:
     try:
         return torch.load(file, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        raise Refused("not_weights_only") from None
+    except pickle.UnpicklingError as ex:
+        text = str(ex).splitlines()[0][:300] if str(ex) else type(ex).__name__
+        raise Invalid(
+            f"{label} cannot be loaded as weights only: it is corrupted, or it holds objects other than tensors and "
+            f"plain containers (loading those would run code); save a state dict of tensors. Loader said: {text}"
+        ) from None
     except MemoryError:
         raise
-    except Exception:  # noqa: BLE001 - any other failure means the file is not a readable checkpoint
-        raise Refused("corrupted") from None
+    except Exception as ex:  # noqa: BLE001 - any other failure means the file is not a readable checkpoint
+        text = str(ex).splitlines()[0][:200] if str(ex) else ""
+        raise Invalid(f"{label} is corrupted or not a torch.save file ({type(ex).__name__}: {text})") from None
 
 
 def extract_state(obj: Any, rules: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The state dict inside a checkpoint: bare, or under one of the rules' container keys; wrapper prefixes off."""
-    notes: list[str] = []
+    label, notes = rules["label"], []
     containers = list(rules.get("containers", []))
     if not isinstance(obj, dict):
-        raise Refused("no_state_dict")
+        expected = f"a state dict of tensors or a dict with one of the keys {containers}"
+        raise Invalid(f"{label} holds a {type(obj).__name__}, expected {expected}")
     config = rules.get("config")
     if config is not None and isinstance(obj.get("config"), dict) and obj["config"] != config:
-        raise Refused("wrong_config")
+        raise Invalid(f"wrong architecture: the checkpoint's config {obj['config']} differs from the original {config}")
     if not all(isinstance(value, torch.Tensor) for value in obj.values()):
         key = next((k for k in containers if isinstance(obj.get(k), dict)), None)
         if key is None:
-            raise Refused("no_state_dict")
+            raise Invalid(
+                f"{label}: no state dict found: expected a dict of tensors or a dict with one of the keys {containers}"
+            )
         notes.append(f"state dict taken from key {key!r}")
         obj = obj[key]
     state: dict[str, Any] = {}
     for name, value in obj.items():
         if not isinstance(name, str):
-            raise Refused("key_not_string")
+            raise Invalid(f"{label}: state dict keys must be strings")
         clean = name
         for prefix in rules.get("strip_prefixes", []):
             while clean.startswith(prefix):
@@ -127,7 +128,7 @@ def extract_state(obj: Any, rules: dict[str, Any]) -> tuple[dict[str, Any], list
         if clean != name and "wrapper prefixes stripped" not in notes:
             notes.append("wrapper prefixes stripped")
         if clean in state:
-            raise Refused("duplicate_parameter")
+            raise Invalid(f"{label}: parameter {clean!r} appears twice")
         state[clean] = value
     if rules.get("fill_tied"):
         for first, second in rules.get("tied", []):
@@ -139,32 +140,38 @@ def extract_state(obj: Any, rules: dict[str, Any]) -> tuple[dict[str, Any], list
 def check_state(state: dict[str, Any], rules: dict[str, Any]) -> None:
     """Exactly the expected parameters, each a dense finite tensor of the expected shape and dtype; ties hold."""
     expected = rules["parameters"]
-    if set(expected) != set(state):
-        raise Refused("wrong_parameters")
+    missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing parameters {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+        if extra:
+            parts.append(f"unexpected parameters {extra[:5]}{' ...' if len(extra) > 5 else ''}")
+        raise Invalid("wrong architecture: " + "; ".join(parts))
     for name, (shape, dtype) in expected.items():
         tensor = state[name]
         if not isinstance(tensor, torch.Tensor):
-            raise Refused("not_a_tensor")
+            raise Invalid(f"{name} is not a tensor")
         if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_meta:
-            raise Refused("not_dense")
+            raise Invalid(f"{name} must be a plain dense tensor")
         if list(tensor.shape) != list(shape):
-            raise Refused("wrong_shape")
+            raise Invalid(f"wrong architecture: {name} has shape {list(tensor.shape)}, the original has {list(shape)}")
         if dtype is None and not tensor.is_floating_point():
-            raise Refused("not_floating_point")
+            raise Invalid(f"wrong architecture: {name} is not a floating-point tensor")
         if dtype is not None and str(tensor.dtype).removeprefix("torch.") != dtype:
-            raise Refused("wrong_dtype")
+            raise Invalid(f"{name} has dtype {tensor.dtype}, the original has {dtype}")
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise Refused("not_finite")
+            raise Invalid(f"{name} holds NaN or infinite values")
     for first, second in rules.get("tied", []):
         if not torch.equal(state[first].float(), state[second].float()):
-            raise Refused("untied")
+            raise Invalid(f"{second} must equal {first} (the embedding is tied in the original model)")
 
 
 def read_checked_state(path: Path, rules: dict[str, Any]) -> dict[str, Any]:
-    """Open, bound, load as weights only and check: the tensors of an acceptable checkpoint, or `Refused`."""
-    with open_regular(path) as file:
-        check_container(file, rules.get("max_bytes") or max_checkpoint_bytes(rules))
-        obj = load_weights_only(file)
+    """Open, bound, load as weights only and check: the tensors of an acceptable checkpoint, or `Invalid`."""
+    with open_regular(path, rules["label"]) as file:
+        check_container(file, rules["label"], rules.get("max_bytes") or max_checkpoint_bytes(rules))
+        obj = load_weights_only(file, rules["label"])
     state, _ = extract_state(obj, rules)
     check_state(state, rules)
     return state
@@ -174,18 +181,18 @@ def _worker(argv: list[str]) -> int:
     source, rules_path, output = Path(argv[0]), Path(argv[1]), Path(argv[2])
     rules = json.loads(rules_path.read_text())
     try:
-        with open_regular(source) as file:
-            check_container(file, rules.get("max_bytes") or max_checkpoint_bytes(rules))
-            obj = load_weights_only(file)
+        with open_regular(source, rules["label"]) as file:
+            check_container(file, rules["label"], rules.get("max_bytes") or max_checkpoint_bytes(rules))
+            obj = load_weights_only(file, rules["label"])
         state, notes = extract_state(obj, rules)
         check_state(state, rules)
         clean = {name: state[name].detach().contiguous().clone() for name in rules["parameters"]}
         torch.save(clean, output / "clean.pt")
         report: dict[str, Any] = {"valid": True, "notes": notes}
-    except Refused as ex:
-        report = {"valid": False, "refused": ex.code}
+    except Invalid as ex:
+        report = {"valid": False, "message": str(ex)}
     except MemoryError:
-        report = {"valid": False, "refused": "out_of_memory"}
+        report = {"valid": False, "message": f"loading {rules['label']} needed more memory than this model can"}
     (output / "report.json").write_text(json.dumps(report))
     return 0
 

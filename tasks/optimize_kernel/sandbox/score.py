@@ -33,7 +33,6 @@ from sandbox_lib import (
     InfrastructureError,
     Invalid,
     Quarantine,
-    Reason,
     Scored,
     ScoringRun,
     descendants,
@@ -42,8 +41,7 @@ from sandbox_lib import (
     reached_the_agent,
     runner_user,
 )
-from sandbox_lib.isolation import sweep_flags
-from sandbox_lib.untrusted import demote_to, kill_process_group
+from sandbox_lib.untrusted import OUTPUT_TAIL_BYTES, demote_to, kill_process_group
 from sandbox_lib.untrusted_files import parse_json
 
 WORKER_FILES = ("kernel_worker.py", "kernel_common.py")
@@ -69,66 +67,15 @@ PASS_ENV = (
     "TMPDIR",
 )
 
-# What the agent is told: the scorer's own sentences, with its own numbers. The worker shares its process with the
-# agent's code, so nothing it says is quoted: not an exception's text, a type name, a dtype, a shape or a device it
-# reports, nor its exit status, signal or output (which is never read).
-CORRECTNESS_CHECK = Reason("correctness check")
-WARM_UP = Reason("warm-up")
-TIMED = Reason("timed")
-CALL = Reason("the {kind} call (n={n})")
-PREPARING = Reason("preparing the input for {label}")
-CALLING = Reason("prefix_sum in {label}")
-REPORTING = Reason("reporting on {label}")
-IMPORTING = Reason("importing solution.py")
-TOO_SLOW = Reason("{what} did not finish within {timeout_s:g} s")
-TRANSFER_TOO_SLOW = Reason("sending the output back did not finish within {timeout_s:g} s")
-DID_NOT_STOP = Reason("a process of the solution did not stop when the scorer stopped it")
-TRACED = Reason("a process of the solution is being traced (ptrace); that is not allowed")
-STOPPED_RESPONDING = Reason("the solution's process stopped responding")
-DIED = Reason("the solution's process ended while it was being scored")
-MALFORMED_DATA = Reason("the solution's process sent malformed data to the scorer")
-IMPORT_FAILED = Reason("importing solution.py failed (import it in the workspace to see why; the error is not shown)")
-NO_PREFIX_SUM = Reason("solution.py does not define a callable prefix_sum(x)")
-UNEXPECTED = Reason("the solution's process sent an unexpected message while the scorer waited for {what}")
-MALFORMED_REPORT = Reason("the solution's process sent a malformed report in {label}")
-WROTE_EARLY = Reason("the solution's process wrote to the scorer's channel before {label} started")
-OUTLIVED = Reason("prefix_sum started a process that outlived {label}")
-STILL_CHANGING = Reason(
-    "the output of {label} was still changing after prefix_sum returned (all work must be finished when prefix_sum "
-    "returns)"
-)
-RAISED = Reason("prefix_sum raised an exception in {label}")
-NOT_A_TENSOR = Reason("prefix_sum did not return exactly a torch.Tensor in {label} (subclasses are not accepted)")
-WRONG_DTYPE = Reason("prefix_sum returned a dtype other than torch.int32 in {label}")
-WRONG_SHAPE = Reason("prefix_sum returned a shape other than [{n}] in {label}")
-WRONG_DEVICE = Reason("prefix_sum returned a tensor on another device than its input's in {label}")
-NOT_CONTIGUOUS = Reason("prefix_sum returned a non-contiguous tensor in {label}")
-SHARES_INPUT = Reason("prefix_sum returned a tensor that shares memory with its input in {label}")
-MODIFIED_INPUT = Reason("prefix_sum modified its input in place in {label}")
-OUTPUT_UNREADABLE = Reason("the output of {label} could not be read where the solution's process said it was")
-WRONG_OUTPUT = Reason("wrong output in {label}")
-HELPER_THREAD = Reason(
-    "a thread started by the solution was running during {label}; do all work inside prefix_sum (in the calling "
-    "thread and on the GPU), with no helper threads"
-)
-TAMPERING = Reason("tampering with the scorer detected in {label}")
-TOO_FAST = Reason("{label} finished faster than physically possible for this input size")
-EVENTS_EXCEED_CLOCK = Reason("CUDA event timing exceeds the scorer's wall clock in {label}")
-NO_WORKSPACE = Reason("the workspace directory does not exist")
-NO_SOLUTION = Reason("solution.py not found in the workspace")
-CPU_NOTE = Reason(
-    "CPU run (TRITON_INTERPRET=1 at smoke scale) on a small input; these timings only check the pipeline and are not "
-    "comparable with GPU times"
-)
-CORRECT = Reason("{trials} timed calls of prefix_sum on fresh inputs were correct")
-CANNOT_READ_MEMORY = Reason(
-    "the scorer cannot read its worker's memory; it needs a kernel that lets a process read its child's memory "
-    "(Yama ptrace_scope <= 1)"
-)
-WRONG_BYTES = Reason("the scorer's read of its worker's memory returned the wrong bytes")
-MESSAGE_OF_THE_SOLUTION = Reason("a message of the solution's process")
-REACHED_THE_AGENT = Reason("the solution wrote into files or sockets outside its own folders that the agent can read")
-WORKER_DID_NOT_START = Reason("the scoring worker could not start PyTorch on the device")
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - OUTPUT_TAIL_BYTES))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 class Worker:
@@ -154,6 +101,9 @@ class Worker:
         for name in WORKER_FILES:
             shutil.copyfile(HERE / name, self.code_dir / name)
             os.chmod(self.code_dir / name, 0o644)
+        self.log_dir = work / "kernel-logs"
+        self.log_dir.mkdir(mode=0o700)
+        self.stdout_path, self.stderr_path = self.log_dir / "stdout", self.log_dir / "stderr"
 
         # The input buffer: an anonymous file (no path anyone could open) shared with the child by descriptor.
         buffer_fd = os.memfd_create("rebench-kernel-input")
@@ -193,16 +143,17 @@ class Worker:
             "--scale",
             scale,
         ]
-        self.process = subprocess.Popen(
-            cmd,
-            cwd=snapshot,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,  # the agent's code prints here: never read
-            stderr=subprocess.DEVNULL,
-            pass_fds=(to_child_r, from_child_w, buffer_fd),
-            preexec_fn=demote_to(run_as),
-        )
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.process = subprocess.Popen(
+                cmd,
+                cwd=snapshot,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                pass_fds=(to_child_r, from_child_w, buffer_fd),
+                preexec_fn=demote_to(run_as),
+            )
         for fd in (to_child_r, from_child_w, buffer_fd):
             os.close(fd)
         self.pid = self.process.pid
@@ -230,7 +181,7 @@ class Worker:
         self.open_memory(buffer_ptr)
         self.baseline_threads = set(self.threads())
         self.send({"cmd": "import"})
-        self.expect("imported", self.steps["import"], IMPORTING)
+        self.expect("imported", self.steps["import"], "importing solution.py")
 
     # ---- the parent's own observations: they do not depend on anything the child says ----
 
@@ -238,12 +189,15 @@ class Worker:
         """Open the child's memory before any of the agent's code runs; the canary proves the reads work."""
         try:
             self.memory_fd = open_process_memory(self.pid, self.run_as)
-        except OSError:
-            raise InfrastructureError(CANNOT_READ_MEMORY) from None
+        except OSError as e:
+            raise InfrastructureError(
+                f"the scorer cannot read its worker's memory ({e}); it needs a kernel that lets a process read its "
+                "child's memory (Yama ptrace_scope <= 1)"
+            ) from None
         canary = os.urandom(16)
         self.input_view[:4] = np.frombuffer(canary, dtype=np.int32)
         if self.read_memory(canary_ptr, 16) != canary:
-            raise InfrastructureError(WRONG_BYTES)
+            raise InfrastructureError("the scorer's read of its worker's memory returned the wrong bytes")
 
     def read_memory(self, address: int, size: int) -> bytes | None:
         """`size` bytes of the (frozen) child's memory at `address`; None where nothing is mapped."""
@@ -300,11 +254,11 @@ class Worker:
         for pid in self.frozen:
             while _state(pid) not in ("T", "t", "Z", "X", None):
                 if time.monotonic() > deadline:
-                    raise Invalid(DID_NOT_STOP)
+                    raise Invalid("a process of the solution did not stop when the scorer stopped it")
                 time.sleep(0)
             # A tracer could swallow SIGSTOP and keep the process running while we read its memory.
             if _tracer(pid):
-                raise Invalid(TRACED)
+                raise Invalid("a process of the solution is being traced (ptrace); that is not allowed")
         return [pid for pid in self.frozen if pid != self.pid]
 
     def resume(self) -> None:
@@ -325,33 +279,36 @@ class Worker:
         """Whether the child has written anything we did not ask for."""
         return bool(select.select([self.from_child], [], [], 0)[0])
 
-    def died(self) -> Reason:
-        """Why the child stopped answering, in the scorer's words (never its exit status, signal or output)."""
+    def died(self) -> str:
         self.resume()
         try:
-            self.process.wait(timeout=5)
+            code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            return STOPPED_RESPONDING
-        return DIED
+            return "the solution's process stopped responding"
+        if code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with status {code}"
+        lines = [line for line in _tail(self.stderr_path).splitlines() if line.strip()]
+        last = f" (last stderr line: {lines[-1][:300]})" if lines else ""
+        return f"the solution's process {how} while it was being scored{last}"
 
-    def expect(self, event: str, timeout: float, what: Reason) -> dict:
+    def expect(self, event: str, timeout: float, what: str) -> dict:
         timeout = self.limit(timeout)
         try:
             header = self.reader.read_header(time.monotonic() + timeout)
         except TimeoutError:
-            raise Invalid(TOO_SLOW, what=what, timeout_s=timeout) from None
+            raise Invalid(f"{what} did not finish within {timeout:g} s") from None
         except kc.ChannelError as e:
             if self.process.poll() is None and str(e) != "pipe closed":
-                raise Invalid(MALFORMED_DATA) from None
+                raise Invalid("the solution's process sent malformed data to the scorer") from None
             raise Invalid(self.died()) from None
         got = header.get("event")
         if got == event:
             return header
         if got == "import_error":
-            raise Invalid(IMPORT_FAILED)
-        if got == "no_prefix_sum":
-            raise Invalid(NO_PREFIX_SUM)
-        raise Invalid(UNEXPECTED, what=what)
+            raise Invalid(f"importing solution.py failed: {echo(header.get('message'), 1000)}")
+        raise Invalid(f"unexpected message from the solution's process while waiting for {event!r}: {echo(got)}")
 
     def expect_started(self, timeout: float) -> int:
         """The worker starts PyTorch and the device before any of the agent's code: failing there is an
@@ -359,20 +316,24 @@ class Worker:
         address of the input buffer in the child."""
         try:
             header = self.reader.read_header(time.monotonic() + timeout)
-        except (TimeoutError, kc.ChannelError):
-            raise InfrastructureError(WORKER_DID_NOT_START) from None
+        except (TimeoutError, kc.ChannelError) as e:
+            raise InfrastructureError(
+                f"the scoring worker could not start PyTorch on the device ({type(e).__name__}); "
+                "stderr:\n"
+                f"{_tail(self.stderr_path)}"
+            ) from None
         if header.get("event") != "started" or not isinstance(header.get("buffer_ptr"), int):
-            raise InfrastructureError(WORKER_DID_NOT_START)
+            raise InfrastructureError(f"the scoring worker sent {header!r} instead of starting")
         return header["buffer_ptr"]
 
-    def read_done(self, timeout: float, what: Reason) -> int:
+    def read_done(self, timeout: float, what: str) -> int:
         """The 8 bytes the child writes when the call returned: the address of the output's data."""
         timeout = self.limit(timeout)
         raw = bytearray(8)
         try:
             self.reader.read_into(raw, time.monotonic() + timeout)
         except TimeoutError:
-            raise Invalid(TOO_SLOW, what=what, timeout_s=timeout) from None
+            raise Invalid(f"{what} did not finish within {timeout:g} s") from None
         except kc.ChannelError:
             raise Invalid(self.died()) from None
         return struct.unpack("<Q", raw)[0]
@@ -383,7 +344,7 @@ class Worker:
         try:
             self.reader.read_into(buffer, time.monotonic() + timeout)
         except TimeoutError:
-            raise Invalid(TRANSFER_TOO_SLOW, timeout_s=timeout) from None
+            raise Invalid(f"sending the output back did not finish within {timeout:g} s") from None
         except kc.ChannelError:
             raise Invalid(self.died()) from None
         return buffer
@@ -404,7 +365,12 @@ class Worker:
                 os.close(fd)
         del self.input_view
         self.buffer.close()
-        return {"leftover_processes_killed": leftovers > 0}
+        tails = {
+            "stdout_tail": _tail(self.stdout_path)[-2000:],
+            "stderr_tail": _tail(self.stderr_path)[-2000:],
+            "leftover_processes_killed": leftovers,
+        }
+        return tails
 
 
 def open_process_memory(pid: int, user: str | None) -> int:
@@ -447,30 +413,40 @@ def _state(pid: int) -> str | None:
         return None
 
 
+def first_mismatch(expected: np.ndarray, got: np.ndarray) -> str:
+    index = int(np.flatnonzero(expected != got)[0])
+    return f"first mismatch at index {index}: expected {int(expected[index])}, got {int(got[index])}"
+
+
 def parse_message(data: bytes) -> object:
     """A message of the worker (the solution shares its process and may forge any): JSON parsed with bounds."""
     try:
-        return parse_json(data, MESSAGE_OF_THE_SOLUTION)
+        return parse_json(data, "a message of the solution's process")
     except Invalid:
         raise kc.ChannelError("malformed message") from None
 
 
-def need(facts: dict, key: str, types: type | tuple[type, ...], label: Reason):
+def echo(value: object, limit: int = 100) -> str:
+    """A value the worker reported, cut short for a message."""
+    return str(value)[:limit]
+
+
+def need(facts: dict, key: str, types: type | tuple[type, ...], label: str):
     """A fact the worker reported, type-checked (the solution shares the worker's process and could forge it)."""
     value = facts.get(key)
     if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
-        raise Invalid(MALFORMED_REPORT, label=label)
+        raise Invalid(f"the solution's process sent a malformed report in {label}")
     return value
 
 
-def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
-    """One timed and verified call; returns the parent's time (ms).
+def call(worker: Worker, settings: dict, n: int, kind: str) -> tuple[float, dict]:
+    """One timed and verified call; returns the parent's time (ms) and the worker's report.
 
     The clock starts once the input is in place with the child frozen, just before the child may continue, and
     stops once the child has been sent SIGSTOP after its 8-byte "returned" signal. The signal can only make the
     parent stop early: a call whose output is not complete at that moment is wrong.
     """
-    label = CALL.format(kind=kind, n=n)
+    label = f"the {kind} call (n={n})"
     x = kc.make_input(kc.new_seed(), n)
     expected = kc.reference(x)
     on_gpu = settings["device"] == "cuda"
@@ -483,17 +459,17 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
         threads_before = worker.threads()
         worker.resume()
     worker.send({"cmd": "prepare", "n": n})
-    worker.expect("ready", worker.steps["prepare"], PREPARING.format(label=label))
+    worker.expect("ready", worker.steps["prepare"], f"preparing the input for {label}")
     worker.freeze()
     if not on_gpu:
         worker.input_view[:n] = x
         threads_before = worker.threads()
     if worker.pending():
-        raise Invalid(WROTE_EARLY, label=label)
+        raise Invalid(f"the solution's process wrote to the scorer's channel before {label} started")
     worker.send({"cmd": "go"})
     t0 = time.perf_counter()
     worker.resume()
-    out_ptr = worker.read_done(worker.steps["call"], CALLING.format(label=label))
+    out_ptr = worker.read_done(worker.steps["call"], f"prefix_sum in {label}")
     worker.stop(worker.pid)
     t1 = time.perf_counter()
     worker.freeze(everything=False)
@@ -503,9 +479,12 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
     got = None if on_gpu else worker.read_memory(out_ptr, 4 * n)
     others = worker.freeze()
     if others:
-        raise Invalid(OUTLIVED, label=label)
+        raise Invalid(f"prefix_sum started a process that outlived {label}")
     if got is not None and worker.read_memory(out_ptr, 4 * n) != got:
-        raise Invalid(STILL_CHANGING, label=label)
+        raise Invalid(
+            f"the output of {label} was still changing after prefix_sum returned "
+            "(all work must be finished when prefix_sum returns)"
+        )
     threads_after = worker.threads()
     input_modified = not on_gpu and not np.array_equal(worker.input_view[:n], x)
     foreign_ns = sum(
@@ -514,42 +493,51 @@ def call(worker: Worker, settings: dict, n: int, kind: Reason) -> float:
     worker.resume()
 
     worker.send({"cmd": "report"})
-    facts = worker.expect("report", worker.steps["transfer"], REPORTING.format(label=label))
+    facts = worker.expect("report", worker.steps["transfer"], f"reporting on {label}")
     if facts.get("error"):
-        raise Invalid(RAISED, label=label)
+        raise Invalid(f"prefix_sum raised an exception in {label}: {echo(facts['error'], 1000)}")
     if facts.get("type") != "torch.Tensor":
-        raise Invalid(NOT_A_TENSOR, label=label)
+        raise Invalid(
+            f"prefix_sum returned {echo(facts.get('type'))} in {label}; expected exactly torch.Tensor "
+            "(subclasses are not accepted)"
+        )
     if facts.get("dtype") != "torch.int32":
-        raise Invalid(WRONG_DTYPE, label=label)
+        raise Invalid(f"prefix_sum returned dtype {echo(facts.get('dtype'))} in {label}; expected torch.int32")
     if facts.get("shape") != [n]:
-        raise Invalid(WRONG_SHAPE, label=label, n=n)
+        raise Invalid(f"prefix_sum returned shape {echo(facts.get('shape'))} in {label}; expected [{n}]")
     if facts.get("device") != settings["device"] and not str(facts.get("device")).startswith(settings["device"] + ":"):
-        raise Invalid(WRONG_DEVICE, label=label)
+        raise Invalid(
+            f"prefix_sum returned a tensor on {echo(facts.get('device'))} in {label}; expected the input's device"
+        )
     if not need(facts, "contiguous", bool, label):
-        raise Invalid(NOT_CONTIGUOUS, label=label)
+        raise Invalid(f"prefix_sum returned a non-contiguous tensor in {label}")
     if need(facts, "shares_input", bool, label):
-        raise Invalid(SHARES_INPUT, label=label)
+        raise Invalid(f"prefix_sum returned a tensor that shares memory with its input in {label}")
     if input_modified or (on_gpu and need(facts, "input_modified", bool, label)):
-        raise Invalid(MODIFIED_INPUT, label=label)
+        raise Invalid(f"prefix_sum modified its input in place in {label}")
     if on_gpu:
         if facts.get("nbytes") != 4 * n:
-            raise Invalid(MALFORMED_REPORT, label=label)
+            raise Invalid(f"the solution's process sent a malformed report in {label}")
         got = bytes(worker.read_payload(4 * n, worker.steps["transfer"]))
     if got is None:
-        raise Invalid(OUTPUT_UNREADABLE, label=label)
-    if not np.array_equal(np.frombuffer(got, dtype=np.int32), expected):
-        raise Invalid(WRONG_OUTPUT, label=label)
+        raise Invalid(f"the output of {label} could not be read where the solution's process said it was")
+    output = np.frombuffer(got, dtype=np.int32)
+    if not np.array_equal(output, expected):
+        raise Invalid(f"wrong output in {label}: {first_mismatch(expected, output)}")
     if foreign_ns > 0:
-        raise Invalid(HELPER_THREAD, label=label)
+        raise Invalid(
+            f"a thread started by the solution was running during {label}; do all work inside "
+            "prefix_sum (in the calling thread and on the GPU), with no helper threads"
+        )
     if facts.get("tamper"):
-        raise Invalid(TAMPERING, label=label)
-    if kind is TIMED:
+        raise Invalid(f"tampering with the scorer detected in {label}: {facts['tamper']}")
+    if kind == "timed":
         if wall_ms < settings["min_ms"]:
-            raise Invalid(TOO_FAST, label=label)
+            raise Invalid(f"{label} finished faster than physically possible for this input size")
         event_ms = facts.get("cuda_event_ms")
         if event_ms is not None and need(facts, "cuda_event_ms", (int, float), label) > wall_ms * 1.01 + 0.01:
-            raise Invalid(EVENTS_EXCEED_CLOCK, label=label)
-    return wall_ms
+            raise Invalid(f"CUDA event timing exceeds the scorer's wall clock in {label}")
+    return wall_ms, facts
 
 
 def score(run: ScoringRun) -> Scored:
@@ -557,47 +545,59 @@ def score(run: ScoringRun) -> Scored:
     details = run.details  # kept in the result when the run is invalid too
     details.update(
         n=settings["n"],
-        on_gpu=settings["device"] == "cuda",
+        device=settings["device"],
         check_sizes=settings["check_sizes"],
         warmups=settings["warmups"],
         min_ms=settings["min_ms"],
     )
-    if settings["device"] == "cpu":
-        details["note"] = CPU_NOTE
+    if settings["note"]:
+        details["note"] = settings["note"]
     if not run.workspace.is_dir():
-        raise Invalid(NO_WORKSPACE)
+        raise Invalid(f"the workspace directory {run.workspace} does not exist")
     if not (run.workspace / "solution.py").is_file():
-        raise Invalid(NO_SOLUTION)
+        raise Invalid(f"solution.py not found in the workspace {run.workspace}")
     user = runner_user(run.run_as)
-    details["runner_user"] = user is not None
+    details["worker_user"] = user
     with Quarantine(run.agent_users, user) as quarantine:
         try:
-            trials = measure(run, settings, user, details)
+            trials, worker_ms, event_ms = measure(run, settings, user, details)
         finally:
-            sweep = quarantine.sweep()
-            details["isolation"] = sweep_flags(sweep)
-    if reached_the_agent(sweep):
-        raise Invalid(REACHED_THE_AGENT)
+            details["isolation"] = quarantine.sweep()
+    if reached_the_agent(details["isolation"]):
+        raise Invalid("the solution wrote into files or sockets outside its own folders that the agent can read")
     median_ms = statistics.median(trials)
-    details.update(trials_ms=[round(t, 4) for t in trials], median_ms=median_ms)
-    return Scored(raw=median_ms, message=CORRECT.format(trials=settings["trials"]))
+    details.update(
+        trials_ms=[round(t, 4) for t in trials],
+        worker_ms=worker_ms,
+        cuda_event_ms=event_ms or None,
+        median_ms=median_ms,
+    )
+    return Scored(raw=median_ms, message=f"{settings['trials']} timed calls of prefix_sum on fresh inputs were correct")
 
 
-def measure(run: ScoringRun, settings: dict, user: str | None, details: dict) -> list[float]:
-    """The checked, warm-up and timed calls in one worker run as `user`: the timed calls' milliseconds."""
+def measure(run: ScoringRun, settings: dict, user: str | None, details: dict) -> tuple[list, list, list]:
+    """The checked, warm-up and timed calls in one worker run as `user`: (trial ms, worker ms, CUDA event ms)."""
     worker = Worker(run.snapshot(owner=user), run.scale, user, settings, run.work, run.timeout)
     try:
         worker.import_solution()
         details["baseline_threads"] = len(worker.baseline_threads)
         for n in settings["check_sizes"]:
-            call(worker, settings, n, CORRECTNESS_CHECK)
+            call(worker, settings, n, "correctness check")
         details["warmup_ms"] = [
-            round(call(worker, settings, settings["n"], WARM_UP), 4) for _ in range(settings["warmups"])
+            round(call(worker, settings, settings["n"], "warm-up")[0], 4) for _ in range(settings["warmups"])
         ]
-        trials = [call(worker, settings, settings["n"], TIMED) for _ in range(settings["trials"])]
+        trials, worker_ms, event_ms = [], [], []
+        for _ in range(settings["trials"]):
+            wall_ms, facts = call(worker, settings, settings["n"], "timed")
+            trials.append(wall_ms)
+            # The worker's own figures: shown for comparison only (the solution could have forged them).
+            if isinstance(facts.get("worker_ms"), (int, float)):
+                worker_ms.append(round(facts["worker_ms"], 4))
+            if isinstance(facts.get("cuda_event_ms"), (int, float)):
+                event_ms.append(round(facts["cuda_event_ms"], 4))
     finally:
         details.update(worker.close())
-    return trials
+    return trials, worker_ms, event_ms
 
 
 if __name__ == "__main__":
