@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     names = args.environments or list(ENVIRONMENTS)
     say = (lambda _: None) if args.quiet else (lambda text: print(text, flush=True))
-    if not has_prepared_assets():  # the LLM Foundry venv may sit in the same folder: it is no prepared asset
+    if not has_prepared_assets():
         say(
             f"First run: preparing the smoke models and data takes about {COLD_PREPARATION_MINUTES} minutes on a "
             f"2-core machine; they are cached in {cache_root()} afterwards."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install_llm_foundry.sh VENV_DIR SCALE: optimize_llm_foundry's LLM Foundry stack in a virtual environment of its
 # own (it pins torch 2.3; the rest of rebench uses torch 2.13). The image runs it for /opt/llm-foundry (through
-# rebench-build-run), CI and users for local runs with ~/.cache/rebench/llm-foundry-venv (how the stack is found:
+# rebench-build-run), CI and users for local runs with ~/.local/share/rebench/llm-foundry-venv (how the stack is found:
 # tasks/optimize_llm_foundry/sandbox/stack.py).
 #   smoke: requirements.txt from PyPI (torch's PyPI wheel is the CUDA build; it runs on CPU too): about 3.5 minutes
 #          and 6.7 GB on a 2-core machine. Binary wheels for Python 3.11 (the smoke image's Debian 12) and 3.12

@@ -39,7 +39,7 @@ def test_stack_takes_the_variable_else_the_home_venv_and_says_how_to_install(tmp
     assert found.returncode == 0 and f"{given} (llm-foundry 0.11.0)" in found.stdout
 
     missing = run_stack({"HOME": str(tmp_path / "home")})
-    home_venv = tmp_path / "home" / ".cache" / "rebench" / "llm-foundry-venv"
+    home_venv = tmp_path / "home" / ".local" / "share" / "rebench" / "llm-foundry-venv"
     assert missing.returncode == 1
     assert f"bash sandboxes/optimize_llm_foundry/install_llm_foundry.sh {home_venv} smoke" in missing.stdout
 

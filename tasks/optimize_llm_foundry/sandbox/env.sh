@@ -2,14 +2,14 @@
 # BASE_MODEL to the base model folder next to this file (paths are computed here: the workspace may be copied).
 # The stack has a virtual environment of its own (it pins its own torch). Which one, in this order:
 # $REBENCH_LLM_FOUNDRY_VENV, else /opt/llm-foundry (the task's container image), else
-# ~/.cache/rebench/llm-foundry-venv (a local run).
+# ~/.local/share/rebench/llm-foundry-venv (a local run).
 _env_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ -n "${REBENCH_LLM_FOUNDRY_VENV:-}" ]; then
     _venv=$REBENCH_LLM_FOUNDRY_VENV
 elif [ -d /opt/llm-foundry ]; then
     _venv=/opt/llm-foundry
 else
-    _venv=${HOME:-}/.cache/rebench/llm-foundry-venv
+    _venv=${HOME:-}/.local/share/rebench/llm-foundry-venv
 fi
 if [ ! -x "$_venv/bin/python" ]; then
     echo "env.sh: no LLM Foundry environment at $_venv" >&2

@@ -4,7 +4,7 @@ LLM Foundry 0.11.0 pins torch 2.3 (the rest of rebench uses torch 2.13), so the 
 `sandboxes/optimize_llm_foundry/install_llm_foundry.sh VENV SCALE`. One rule finds it, here and in the agent's
 `env.sh` (which repeats it in bash):
   $REBENCH_LLM_FOUNDRY_VENV if set, else /opt/llm-foundry if it exists (the images), else
-  ~/.cache/rebench/llm-foundry-venv (a local run on the host).
+  ~/.local/share/rebench/llm-foundry-venv (a local run on the host).
 
 Staged beside score.py and prepare.py. `python stack.py` prints the venv and exits 0 when it is usable, else says
 what is missing and how to install it and exits 1 (the host's `rebench demo` / `rebench preflight` run it).
@@ -22,7 +22,7 @@ INSTALLER = "sandboxes/optimize_llm_foundry/install_llm_foundry.sh"
 
 
 def host_venv() -> Path:
-    return Path.home() / ".cache" / "rebench" / "llm-foundry-venv"
+    return Path.home() / ".local" / "share" / "rebench" / "llm-foundry-venv"
 
 
 def llm_foundry_venv() -> Path:
