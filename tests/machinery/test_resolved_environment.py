@@ -1,0 +1,124 @@
+"""What the scale decides, pinned for every discovered environment at both scales: score metadata (anchors and their
+provenance, built-in and calibrated), the scoring and preparation commands, the staged tree and starting workspace,
+the generated compose and k8s values, the task's instructions and limits. The expected values were computed by the
+code before the scale was resolved once per run (`EnvironmentSpec.at`), so that change provably changed none of them.
+
+Regenerate (only for an intended change, and say why in the commit): `python -m tests.machinery.test_resolved_environment`.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from rebench.environments import ENVIRONMENTS, TASKS
+from rebench_inspect.calibrate import load_anchors
+from rebench_inspect.environment import SCALES
+from rebench_inspect.normalise import score_entry
+from rebench_inspect.sandbox import compose_config, k8s_values, processes_per_user
+from rebench_inspect.scoring import anchors_metadata, final_score
+from rebench_inspect.staging import prepare_command, scoring_command, staged_tree, workspace_files
+from rebench_inspect.task import build_task
+
+EXPECTED = Path(__file__).with_name("resolved_environments.json")
+REPOSITORY = Path(__file__).resolve().parents[2]
+CASES = [(name, scale) for name in sorted(ENVIRONMENTS) for scale in SCALES]
+CALIBRATION_FILE = "calibration.json"
+# finetune_target binds its full-scale judge role when its task is built, which needs the provider's key to exist.
+JUDGE_KEY = {"OPENROUTER_API_KEY": "unused"}
+
+
+def _relative(path: Path) -> str:
+    return str(path.resolve().relative_to(REPOSITORY))
+
+
+def _calibration_document(name: str, scale: str) -> dict:
+    """An anchors file as `rebench calibrate` writes it, with fixed values (its date and hardware included)."""
+    return {
+        "kind": "rebench-anchors",
+        "environment": name,
+        "scale": scale,
+        "date": "2026-12-02T00:00:00+00:00",
+        "hardware": {"gpu": ["H200"]},
+        "replaces_built_in_anchors": True,
+        "anchors": {"start": 7.25, "reference": 3.5},
+    }
+
+
+def observed(name: str, scale: str, folder: Path) -> dict:
+    """Everything pinned for one environment at one scale (paths inside `folder` written as `<tmp>`)."""
+    environment = ENVIRONMENTS[name]
+    calibration = folder / CALIBRATION_FILE
+    calibration.write_text(json.dumps(_calibration_document(name, scale)))
+    calibrated_task = TASKS[name](scale=scale, sandbox="local", anchors=str(calibration))
+    calibrated = environment.model_copy(
+        update={"anchors": {**environment.anchors, scale: load_anchors(calibration, environment, scale)}}
+    )
+    task = TASKS[name](scale=scale, sandbox="local")
+    entries = [
+        score_entry(
+            environment,
+            scale,
+            index=index,
+            label=label,
+            wall_time_s=float(index),
+            working_time_s=None,
+            valid=True,
+            raw=raw,
+            message="",
+        )
+        for index, (label, raw) in enumerate(
+            [("start", environment.anchors[scale].start), ("final", environment.anchors[scale].reference)]
+        )
+    ]
+    final = final_score(entries, environment, scale).metadata or {}
+    paths = {"python": "python3", "code_dir": "/p/code", "workspace": "/ws", "protected": "/p"}
+    scoring = scoring_command(environment, scale, **paths, result="/p/r.json", run_as="agent", scratch="/s")
+    prepare = prepare_command(environment, scale, **paths, setup=True)
+    text = json.dumps(
+        {
+            "anchors": anchors_metadata(environment, scale),
+            "calibrated_anchors": anchors_metadata(calibrated, scale),
+            "final_score": {key: value for key, value in final.items() if key != "score_log"},
+            "entries": [entry.model_dump() for entry in entries],
+            "scoring_command": scoring,
+            "prepare_command": prepare,
+            "staged_tree": {relative: _relative(source) for relative, source in staged_tree(environment).items()},
+            "workspace_files": {
+                relative: _relative(source) for relative, source in workspace_files(environment, scale).items()
+            },
+            "compose": compose_config(environment, scale).model_dump(mode="json", exclude_none=True),
+            "k8s_values": k8s_values(environment, scale),
+            "processes_per_user": processes_per_user(environment, scale),
+            "instructions_sha256": hashlib.sha256(str(task.dataset[0].input).encode()).hexdigest(),
+            "task_metadata": task.metadata,
+            "time_limit": task.time_limit,
+            "working_limit": task.working_limit,
+            "calibrated_task_input_sha256": hashlib.sha256(str(calibrated_task.dataset[0].input).encode()).hexdigest(),
+        },
+        sort_keys=True,
+    )
+    return json.loads(text.replace(str(folder), "<tmp>"))
+
+
+@pytest.mark.parametrize(("name", "scale"), CASES)
+def test_what_the_scale_decides_is_unchanged(name, scale, tmp_path, monkeypatch):
+    for variable, value in JUDGE_KEY.items():
+        monkeypatch.setenv(variable, value)
+    expected = json.loads(EXPECTED.read_text())[f"{name}/{scale}"]
+    assert observed(name, scale, tmp_path) == expected
+
+
+def test_the_pinned_values_cover_every_environment_at_both_scales():
+    assert set(json.loads(EXPECTED.read_text())) == {f"{name}/{scale}" for name, scale in CASES}
+
+
+if __name__ == "__main__":
+    import os
+    import tempfile
+
+    os.environ.update(JUDGE_KEY)
+    with tempfile.TemporaryDirectory() as scratch:
+        values = {f"{name}/{scale}": observed(name, scale, Path(scratch)) for name, scale in CASES}
+    EXPECTED.write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
