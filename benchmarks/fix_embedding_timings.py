@@ -33,8 +33,14 @@ def run(cmd: list[str], **kwargs) -> float:
 def score(workspace: Path, protected: Path) -> tuple[float, dict]:
     code = stage_tree(ENVIRONMENT, protected / "code")
     result = protected / "result.json"
-    command, cwd = scoring_command(ENVIRONMENT, "smoke", python=sys.executable, code_dir=code, workspace=workspace,
-                                   protected=protected, result=result)
+    command, cwd = scoring_command(
+        ENVIRONMENT.at("smoke"),
+        python=sys.executable,
+        code_dir=code,
+        workspace=workspace,
+        protected=protected,
+        result=result,
+    )
     seconds = run(command, cwd=cwd)
     return seconds, json.loads(result.read_text())
 
@@ -50,8 +56,14 @@ def main() -> None:
         staged = stage_tree(ENVIRONMENT, root / "prepare")
 
         def prepare(name: str) -> tuple[list[str], str]:
-            return prepare_command(ENVIRONMENT, "smoke", python=sys.executable, code_dir=staged,
-                                   workspace=root / f"ws{name}", protected=root / f"p{name}", setup=True)
+            return prepare_command(
+                ENVIRONMENT.at("smoke"),
+                python=sys.executable,
+                code_dir=staged,
+                workspace=root / f"ws{name}",
+                protected=root / f"p{name}",
+                setup=True,
+            )
 
         for label, name in (("prepare_cold_s", ""), ("prepare_cached_s", "2")):
             command, cwd = prepare(name)

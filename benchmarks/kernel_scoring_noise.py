@@ -42,8 +42,7 @@ def score_once(solution: Path, scale: str) -> tuple[dict, float]:
         code = stage(protected)
         result_path = protected / "result.json"
         command, cwd = scoring_command(
-            ENVIRONMENT,
-            scale,
+            ENVIRONMENT.at(scale),
             python=sys.executable,
             code_dir=code,
             workspace=workspace,

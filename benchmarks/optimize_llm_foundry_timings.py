@@ -44,12 +44,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="foundry-timings-") as tmp:
         root = Path(tmp)
         env = {**os.environ, "REBENCH_CACHE_DIR": str(root / "cache")}
-        workspace = copy_workspace(ENVIRONMENT, root / "start", "smoke")
+        workspace = copy_workspace(ENVIRONMENT.at("smoke"), root / "start")
         protected = root / "protected"
         prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
         command, cwd = prepare_command(
-            ENVIRONMENT,
-            "smoke",
+            ENVIRONMENT.at("smoke"),
             python=sys.executable,
             code_dir=prepare_dir,
             workspace=workspace,
@@ -66,8 +65,7 @@ def main() -> None:
             for _ in range(args.runs):
                 result = root / "result.json"
                 command, cwd = scoring_command(
-                    ENVIRONMENT,
-                    "smoke",
+                    ENVIRONMENT.at("smoke"),
                     python=sys.executable,
                     code_dir=code_dir,
                     workspace=candidate,

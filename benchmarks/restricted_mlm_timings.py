@@ -35,8 +35,7 @@ def score(workspace: Path, protected: Path) -> tuple[float, dict]:
     stage_tree(ENVIRONMENT, protected / "code")
     result = protected / "result.json"
     command, cwd = scoring_command(
-        ENVIRONMENT,
-        "smoke",
+        ENVIRONMENT.at("smoke"),
         python=sys.executable,
         code_dir=protected / "code",
         workspace=workspace,
@@ -65,7 +64,7 @@ def main() -> None:
         env = {**os.environ, "REBENCH_CACHE_DIR": str(root / "cache")}
         prepare = [sys.executable, str(ENVIRONMENT.prepare_script), "--scale", "smoke"]
         for name, key in (("ws", "prepare_cold_s"), ("ws2", "prepare_cached_s")):
-            copy_workspace(ENVIRONMENT, root / name)
+            copy_workspace(ENVIRONMENT.at("full"), root / name)
             report[key] = run(
                 [
                     *prepare,

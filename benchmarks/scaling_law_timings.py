@@ -32,8 +32,7 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, subprocess.CompletedProcess]
 def score(workspace: Path, protected: Path, code: Path) -> tuple[float, dict]:
     result = protected / "result.json"
     command, cwd = scoring_command(
-        ENVIRONMENT,
-        "smoke",
+        ENVIRONMENT.at("smoke"),
         python=sys.executable,
         code_dir=code,
         workspace=workspace,
@@ -58,8 +57,7 @@ def main() -> None:
         prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
         scoring = stage_tree(ENVIRONMENT, protected / "code")
         command, cwd = prepare_command(
-            ENVIRONMENT,
-            "smoke",
+            ENVIRONMENT.at("smoke"),
             python=sys.executable,
             code_dir=prepare_dir,
             workspace=workspace,

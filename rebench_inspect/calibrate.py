@@ -8,23 +8,20 @@ full scale, the CPU-measured smoke anchors at smoke scale. For environments whos
 win rates, solve fractions) the file only checks the built-in anchors: it records the measurements and keeps them.
 """
 
-import json
-import math
 import platform
 import statistics
 from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.util import sandbox, store
 
 from . import DISTRIBUTION
-from .environment import Anchors, EnvironmentSpec, Scale, Transform
+from .anchors import ANCHORS_FILE_KIND
+from .environment import EnvironmentSpec, ResolvedEnvironment, Scale, Transform
 from .layout import current_layout
-from .normalise import IRREDUCIBLE_LOSS, normalise_unclipped, transform
+from .normalise import normalise_unclipped, raw_from_y, transform
 
-ANCHORS_FILE_KIND = "rebench-anchors"
 HARDWARE_STORE_KEY = "rebench:hardware"
 # What a calibration records about the sandbox it ran in (run inside the sandbox, as root).
 HARDWARE_PROBE = (
@@ -39,13 +36,6 @@ HARDWARE_PROBE = (
 def is_timing_environment(environment: EnvironmentSpec) -> bool:
     """Run-time metrics (ln seconds / ln ms) depend on the hardware; losses, win rates and solve fractions do not."""
     return environment.transform is Transform.LOG
-
-
-def raw_from_y(kind: Transform, y: float) -> float:
-    """The inverse of the transform: the raw value whose transformed score is y."""
-    if kind is Transform.IDENTITY:
-        return y
-    return math.exp(y) + (IRREDUCIBLE_LOSS if kind is Transform.LOG_LOSS else 0.0)
 
 
 def spread(environment: EnvironmentSpec, raws: list[float]) -> dict:
@@ -88,9 +78,10 @@ def measurements(logs: list) -> tuple[list[float], list[float], list[dict]]:
 
 
 def anchors_document(
-    environment: EnvironmentSpec, scale: Scale, start: list[float], reference: list[float], hardware: list[dict]
+    resolved: ResolvedEnvironment, start: list[float], reference: list[float], hardware: list[dict]
 ) -> dict:
-    built_in = environment.anchors[scale]
+    """The anchors file's content: `resolved`'s anchors (the scale's built-in ones) and the measurements."""
+    environment, scale, built_in = resolved.spec, resolved.scale, resolved.anchors
     start_stats, reference_stats = spread(environment, start), spread(environment, reference)
     replaced = is_timing_environment(environment)
     y_start, y_ref = (
@@ -128,29 +119,6 @@ def anchors_document(
             "reference": normalise_unclipped(reference_stats["y_mean"], y_start, y_ref),
         },
     }
-
-
-def load_anchors(path: str | Path, environment: EnvironmentSpec, scale: Scale) -> Anchors:
-    """The anchors a task uses with `-T anchors=FILE`; refuses a file made for another environment or scale."""
-    path = Path(path)
-    document = json.loads(path.read_text())
-    if document.get("kind") != ANCHORS_FILE_KIND:
-        raise ValueError(f"{path} is not a rebench anchors file (made by `rebench calibrate`)")
-    if "replaces_built_in_anchors" not in document:
-        raise ValueError(f"{path} was written by an older `rebench calibrate`: run the calibration again")
-    if (document["environment"], document["scale"]) != (environment.name, scale):
-        raise ValueError(
-            f"{path} holds anchors for {document['environment']} at {document['scale']} scale, "
-            f"not {environment.name} at {scale} scale"
-        )
-    if not document["replaces_built_in_anchors"]:
-        return environment.anchors[scale]
-    gpus = ", ".join(str(gpu) for gpu in document["hardware"].get("gpu", [])) or "no GPU"
-    return Anchors(
-        start=float(document["anchors"]["start"]),
-        reference=float(document["anchors"]["reference"]),
-        provenance=f"calibration file {path.resolve()} ({document['date']}; {gpus})",
-    )
 
 
 def parse_probe(output: str) -> dict:
@@ -195,4 +163,4 @@ def run_calibration(name: str, runs: int, sandbox_type: str, scale: Scale, log_d
     )
     logs = eval(task, model="none", epochs=runs, log_dir=log_dir, display="none")
     start, reference, hardware = measurements(logs)
-    return anchors_document(environment, scale, start, reference, hardware)
+    return anchors_document(environment.at(scale), start, reference, hardware)

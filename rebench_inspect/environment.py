@@ -7,12 +7,28 @@ builder (`rebench_inspect.task.build_task`) turns it into an Inspect `Task`.
 from enum import Enum
 from importlib.resources import files
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .anchors import Anchors, load_anchors
 from .scales import SCALES, Scale
 
-__all__ = ["AGENT_COPY_SOURCES", "SCALES", "Anchors", "EnvironmentSpec", "FinalRule", "Resources", "Scale", "Transform"]
+__all__ = [
+    "AGENT_COPY_SOURCES",
+    "CONTAINER_LIMITS",
+    "SCALES",
+    "SMOKE_CPUS",
+    "SMOKE_MEMORY_GB",
+    "Anchors",
+    "ContainerLimits",
+    "EnvironmentSpec",
+    "FinalRule",
+    "ResolvedEnvironment",
+    "Resources",
+    "Scale",
+    "Transform",
+]
 
 # The environment folders an agent copy may come from (`EnvironmentSpec.agent_copies`).
 AGENT_COPY_SOURCES = ("sandbox", "agent")
@@ -33,16 +49,6 @@ class FinalRule(str, Enum):
     LAST = "last"  # last valid entry (Scaling Law)
 
 
-class Anchors(BaseModel):
-    """Raw values of the starting and reference solutions at one scale, and where they come from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start: float
-    reference: float
-    provenance: str = Field(description="e.g. 'paper, H100' or 're-measured on <hardware> on <date>'")
-
-
 class Resources(BaseModel):
     """What one sample of the full-scale environment needs (the original's hardware: each environment's README)."""
 
@@ -52,6 +58,28 @@ class Resources(BaseModel):
     cpus: int
     memory_gb: int
     gpu_kind: str = "H100 80GB"
+
+
+# Smoke runs on a laptop or a 2-core, 24 GB CI machine: no GPU, and room left for the host.
+SMOKE_CPUS = 2
+SMOKE_MEMORY_GB = 8
+
+
+class ContainerLimits(NamedTuple):
+    """What one sample's container may use besides its CPUs, memory and GPUs (the same for Docker and k8s)."""
+
+    pids: int  # processes and threads of every user in the container together: a fork bomb stops here
+    root_pids: int  # of `pids`, what no other user can take: the harness's commands (the stop, scoring) always start
+    temp_gb: int  # each of the sandbox's temporary folders: a tmpfs, so it counts against the memory limit
+    shm_gb: int  # /dev/shm
+
+
+CONTAINER_LIMITS: dict[Scale, ContainerLimits] = {
+    "smoke": ContainerLimits(pids=512, root_pids=128, temp_gb=1, shm_gb=1),
+    # Room for 8-GPU data-parallel training with data-loader workers and their threads; shared memory for those
+    # workers (PyTorch's default 64 MB breaks them).
+    "full": ContainerLimits(pids=16384, root_pids=2048, temp_gb=16, shm_gb=16),
+}
 
 
 class EnvironmentSpec(BaseModel):
@@ -178,3 +206,56 @@ class EnvironmentSpec(BaseModel):
     def prepare_script(self) -> Path | None:
         path = self.sandbox_dir / "prepare.py"
         return path if path.exists() else None
+
+    def at(self, scale: Scale, anchors_file: str | Path | None = None) -> "ResolvedEnvironment":
+        """This environment at `scale`, everything the scale decides looked up once; `anchors_file` (from
+        `rebench calibrate`) replaces the scale's anchors. Raises ValueError (an unknown scale, an anchors file made
+        for another environment or scale) or OSError (an unreadable file)."""
+        if scale not in SCALES:
+            raise ValueError(f"scale must be {' or '.join(SCALES)}, not {scale!r}")
+        anchors = self.anchors[scale]
+        if anchors_file is not None:
+            anchors = load_anchors(anchors_file, self.name, scale, anchors)
+        smoke = scale == "smoke"
+        return ResolvedEnvironment(
+            spec=self,
+            scale=scale,
+            anchors=anchors,
+            anchors_file=None if anchors_file is None else str(anchors_file),
+            scoring_timeout_s=self.scoring_timeout_s[scale],
+            setup_timeout_s=self.setup_timeout_s[scale],
+            instruction_fields=self.instruction_fields.get(scale, {}),
+            resources=(
+                self.resources.model_copy(update={"gpus": 0, "cpus": SMOKE_CPUS, "memory_gb": SMOKE_MEMORY_GB})
+                if smoke
+                else self.resources
+            ),
+            container_limits=CONTAINER_LIMITS[scale],
+            agent_copies={relative: source.replace("{scale}", scale) for relative, source in self.agent_copies.items()},
+        )
+
+
+class ResolvedEnvironment(BaseModel):
+    """One environment at one scale (`EnvironmentSpec.at`): what the scale decides, resolved once per run and handed
+    to setup, scoring, staging and the sandbox. What does not depend on the scale stays on `spec`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: EnvironmentSpec
+    scale: Scale
+    anchors: Anchors = Field(description="the scale's anchors, or a calibration file's, or this sample's measured ones")
+    anchors_file: str | None = Field(description="the calibration file the anchors come from (None: built in)")
+    scoring_timeout_s: int
+    setup_timeout_s: int
+    instruction_fields: dict[str, str]
+    resources: Resources = Field(description="the sandbox's: at smoke scale a CPU machine's, whatever the spec says")
+    container_limits: ContainerLimits
+    agent_copies: dict[str, str] = Field(description="workspace path → source, `{scale}` replaced by the scale")
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def with_anchors(self, anchors: Anchors) -> "ResolvedEnvironment":
+        """The same environment normalised against other anchors (this sample's measured ones)."""
+        return self.model_copy(update={"anchors": anchors})

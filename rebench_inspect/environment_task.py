@@ -8,7 +8,7 @@
         Args:
             bonus: ...
         \"\"\"
-        return build_task(ENVIRONMENT, common, services=[...])
+        return build_task(resolve(ENVIRONMENT, common), common, services=[...])
 
 The decorated function's signature (which Inspect reads for `-T` and records in the log) is the common parameters
 followed by the environment's own; its docstring gets the common parameters' documentation. The function itself
@@ -21,14 +21,14 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from inspect_ai import Task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai._util.package import get_installed_package_name
 
 from .choices import not_one_of
-from .environment import SCALES, EnvironmentSpec
+from .environment import SCALES, EnvironmentSpec, ResolvedEnvironment, Scale
 from .sandbox import SANDBOX_TYPES
 
 # The signature's catch-all: Inspect hands a task every `-T` name only when the task takes **kwargs (otherwise it
@@ -120,6 +120,18 @@ def checked_parameters(environment: EnvironmentSpec, parameters: CommonParameter
     if parameters.anchors is not None and not isinstance(parameters.anchors, str):
         raise refuse("anchors", "the path of an anchors file written by `rebench calibrate`")
     return replace(parameters, time_budget_hours=float(parameters.time_budget_hours))
+
+
+def resolve(environment: EnvironmentSpec, parameters: CommonParameters) -> ResolvedEnvironment:
+    """The environment at the run's scale with the run's anchors file applied: what a task function hands
+    `build_task` and anything else of the run that depends on the scale (resolved once per run)."""
+    parameters = checked_parameters(environment, parameters)
+    try:
+        return environment.at(cast(Scale, parameters.scale), parameters.anchors)
+    except (OSError, ValueError, KeyError) as ex:
+        raise TaskParameterError(
+            f"rebench/{environment.name}: anchors file {parameters.anchors!r} unusable: {ex}"
+        ) from ex
 
 
 def common_parameter_docs(environment: EnvironmentSpec, scale_doc: str | None = None) -> dict[str, str]:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from .environment import EnvironmentSpec, Scale
+from .environment import EnvironmentSpec, ResolvedEnvironment, Scale
 from .sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
 from .staging import staged_tree
 
@@ -129,8 +129,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def build_image(environment: EnvironmentSpec, scale: Scale, *, ca_bundle: str | None = DEFAULT_CA_BUNDLE) -> str:
-    """Build the base (if missing) and the environment's image for `scale`; returns the environment image's tag."""
+def build_image(resolved: ResolvedEnvironment, *, ca_bundle: str | None = DEFAULT_CA_BUNDLE) -> str:
+    """Build the base (if missing) and the environment's image at its scale; returns the environment image's tag."""
+    environment, scale = resolved.spec, resolved.scale
     if scale == "smoke":
         ensure_smoke_parent()
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from inspect_ai.log import transcript
 
-from .environment import Anchors, EnvironmentSpec, Scale
+from .environment import Anchors, ResolvedEnvironment, Transform
 from .layout import SandboxLayout
-from .normalise import transform
+from .normalise import raw_from_y, transform
 from .scoring import SandboxService, ScoringInfrastructureError, checked_exec, run_program_in
 from .staging import reference_files, workspace_files
 
@@ -29,23 +29,24 @@ SOLUTIONS = ("start", "reference")
 MEASURED_AT_SETUP = "measured at this sample's setup"
 
 
-def measures_anchors(environment: EnvironmentSpec, scale: Scale, anchors_file: str | None = None) -> bool:
-    return scale == "smoke" and environment.smoke_anchor_runs > 0 and not anchors_file
+def measures_anchors(environment: ResolvedEnvironment) -> bool:
+    """Whether a sample of this run measures its anchors at setup: a timed environment at smoke scale, unless a
+    calibration file gave the anchors."""
+    return environment.scale == "smoke" and environment.spec.smoke_anchor_runs > 0 and not environment.anchors_file
 
 
-def _raw_at_mean(environment: EnvironmentSpec, raws: list[float]) -> float:
+def _raw_at_mean(kind: Transform, raws: list[float]) -> float:
     """The raw value at the mean transformed score (the geometric mean for a time)."""
-    from .calibrate import raw_from_y
-
-    return raw_from_y(environment.transform, statistics.fmean(transform(environment.transform, raw) for raw in raws))
+    return raw_from_y(kind, statistics.fmean(transform(kind, raw) for raw in raws))
 
 
 async def measure_anchors(
-    environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout, services: Sequence[SandboxService] = ()
+    environment: ResolvedEnvironment, layout: SandboxLayout, services: Sequence[SandboxService] = ()
 ) -> Anchors:
     """Score the starting and the reference solution `smoke_anchor_runs` times each where scoring runs."""
-    if "solve.sh" in reference_files(environment):
-        raise ScoringInfrastructureError(f"{environment.name}: measured anchors need a reference made of files alone")
+    spec = environment.spec
+    if "solve.sh" in reference_files(spec):
+        raise ScoringInfrastructureError(f"{spec.name}: measured anchors need a reference made of files alone")
     scoring = layout.scoring_layout
     box = scoring.sandbox()
     folders = {solution: f"{scoring.protected}/anchor-runs/{solution}" for solution in SOLUTIONS}
@@ -55,39 +56,39 @@ async def measure_anchors(
             ["sh", "-c", 'rm -rf "$1" && mkdir -p "$1" && cp -a "$2/." "$1/"', "copy", folder, scoring.workspace],
             box=box,
         )
-        files = {**workspace_files(environment, scale), **(reference_files(environment) if solution != "start" else {})}
+        files = {**workspace_files(environment), **(reference_files(spec) if solution != "start" else {})}
         for relative, source in files.items():
             await box.write_file(f"{folder}/{relative}", source.read_bytes())
         if scoring.agent_user:
             await checked_exec(["chown", "-R", f"{scoring.agent_user}:{scoring.agent_user}", folder], box=box)
     load = os.getloadavg()[0]
     transcript().info(
-        f"Measuring the smoke anchors on this machine: {environment.smoke_anchor_runs} scoring runs each of the "
+        f"Measuring the smoke anchors on this machine: {spec.smoke_anchor_runs} scoring runs each of the "
         "starting and the reference solution…"
     )
     raws: dict[str, list[float]] = {solution: [] for solution in SOLUTIONS}
-    for _ in range(environment.smoke_anchor_runs):
+    for _ in range(spec.smoke_anchor_runs):
         for solution, folder in folders.items():
             here = scoring.model_copy(update={"workspace": folder})
-            result = await run_program_in(environment, scale, here, services)
+            result = await run_program_in(environment, here, services)
             if not result.valid or result.raw is None:
                 raise ScoringInfrastructureError(
                     f"measuring the smoke anchors: the {solution} solution scored invalid ({result.message})"
                 )
             raws[solution].append(result.raw)
     await checked_exec(["rm", "-rf", f"{scoring.protected}/anchor-runs"], box=box)
-    start, reference = (_raw_at_mean(environment, raws[solution]) for solution in SOLUTIONS)
-    if transform(environment.transform, start) == transform(environment.transform, reference):
+    start, reference = (_raw_at_mean(spec.transform, raws[solution]) for solution in SOLUTIONS)
+    if transform(spec.transform, start) == transform(spec.transform, reference):
         raise ScoringInfrastructureError("measuring the smoke anchors: start and reference scored the same")
-    unit = f" {environment.raw_unit}" if environment.raw_unit else ""
+    unit = f" {spec.raw_unit}" if spec.raw_unit else ""
     listed = {solution: ", ".join(f"{raw:.4g}" for raw in raws[solution]) for solution in SOLUTIONS}
-    built_in = environment.anchors[scale]
+    built_in = environment.anchors
     return Anchors(
         start=start,
         reference=reference,
         provenance=(
             f"{MEASURED_AT_SETUP} on the machine it ran on ({os.cpu_count()} CPUs, load average "
-            f"{load:.1f} before): mean transformed score of {environment.smoke_anchor_runs} scoring runs each, "
+            f"{load:.1f} before): mean transformed score of {spec.smoke_anchor_runs} scoring runs each, "
             f"start {listed['start']}{unit}, reference {listed['reference']}{unit} (smoke scale; the built-in smoke "
             f"anchors {built_in.start:g} → {built_in.reference:g}{unit} are not used)"
         ),

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from .environment import Anchors, EnvironmentSpec, FinalRule, Scale, Transform
+from .environment import Anchors, FinalRule, ResolvedEnvironment, Transform
 
 # Irreducible OpenWebText loss subtracted before taking the log of a loss (docs/benchmark.md).
 IRREDUCIBLE_LOSS = 1.5
@@ -20,6 +20,13 @@ def transform(kind: Transform, raw: float) -> float:
         return float(raw)
     shifted = raw - IRREDUCIBLE_LOSS if kind is Transform.LOG_LOSS else raw
     return math.log(shifted) if shifted > 0 else math.nan
+
+
+def raw_from_y(kind: Transform, y: float) -> float:
+    """The inverse of the transform: the raw value whose transformed score is y."""
+    if kind is Transform.IDENTITY:
+        return y
+    return math.exp(y) + (IRREDUCIBLE_LOSS if kind is Transform.LOG_LOSS else 0.0)
 
 
 def normalise_unclipped(y: float, y_start: float, y_reference: float) -> float:
@@ -49,8 +56,7 @@ class ScoreEntry(BaseModel):
 
 
 def score_entry(
-    environment: EnvironmentSpec,
-    scale: Scale,
+    environment: ResolvedEnvironment,
     *,
     index: int,
     label: str,
@@ -62,13 +68,12 @@ def score_entry(
     details: dict | None = None,
 ) -> ScoreEntry:
     """Build a log entry from a scoring program's result, applying transform and anchors."""
-    anchors = environment.anchors[scale]
-    y = transform(environment.transform, raw) if valid and raw is not None else math.nan
+    y = transform(environment.spec.transform, raw) if valid and raw is not None else math.nan
     if not math.isfinite(y):
         valid = False
         if raw is not None and message:
             message = f"{message} (score undefined for this value)"
-    y_start, y_ref = anchor_values(environment, anchors)
+    y_start, y_ref = anchor_values(environment.spec.transform, environment.anchors)
     unclipped = normalise_unclipped(y, y_start, y_ref) if valid else None
     return ScoreEntry(
         index=index,
@@ -85,9 +90,9 @@ def score_entry(
     )
 
 
-def anchor_values(environment: EnvironmentSpec, anchors: Anchors) -> tuple[float, float]:
+def anchor_values(kind: Transform, anchors: Anchors) -> tuple[float, float]:
     """Transformed (y_start, y_ref)."""
-    return transform(environment.transform, anchors.start), transform(environment.transform, anchors.reference)
+    return transform(kind, anchors.start), transform(kind, anchors.reference)
 
 
 def final_entry(entries: Sequence[ScoreEntry], rule: FinalRule) -> ScoreEntry | None:

@@ -9,7 +9,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import Solver, TaskState
 from inspect_ai.util import sandbox
 
-from .environment import EnvironmentSpec
+from .environment import EnvironmentSpec, ResolvedEnvironment
 from .layout import current_layout
 from .scoring import ScoringInfrastructureError, score_log
 from .staging import reference_files
@@ -19,10 +19,10 @@ REFERENCE_SCRIPT = "solve.sh"
 SANDBOX_CHECK_TOLERANCE = 0.25
 
 
-async def install_reference_solution(environment: EnvironmentSpec, scale: str) -> None:
+async def install_reference_solution(environment: ResolvedEnvironment) -> None:
     """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present."""
     layout = current_layout()
-    files = reference_files(environment)
+    files = reference_files(environment.spec)
     for relative, source in files.items():
         await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
     if layout.agent_user:
@@ -35,7 +35,7 @@ async def install_reference_solution(environment: EnvironmentSpec, scale: str) -
             ["bash", REFERENCE_SCRIPT],
             cwd=layout.workspace,
             user=layout.agent_user,
-            env={"REBENCH_SCALE": scale, "PYTHON": layout.python},
+            env={"REBENCH_SCALE": environment.scale, "PYTHON": layout.python},
         )
         if not result.success:
             raise ScoringInfrastructureError(

@@ -14,12 +14,12 @@ import subprocess
 import sys
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import yaml
 from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
 
-from .environment import EnvironmentSpec, Scale
+from .environment import EnvironmentSpec, ResolvedEnvironment, Scale
 from .layout import CONTAINER_HOME
 
 logger = logging.getLogger(__name__)
@@ -34,26 +34,6 @@ AGENT_WORKSPACE = f"{CONTAINER_HOME}/workspace"
 SCORING_SERVICE = "scoring"
 KEEP_ALIVE = ["tail", "-f", "/dev/null"]
 
-# Smoke runs on a laptop or a 2-core, 24 GB CI machine: no GPU, and room left for the host.
-SMOKE_CPUS = 2
-SMOKE_MEMORY_GB = 8
-
-
-class ContainerLimits(NamedTuple):
-    """What one sample's container may use besides its CPUs, memory and GPUs (the same for Docker and k8s)."""
-
-    pids: int  # processes and threads of every user in the container together: a fork bomb stops here
-    root_pids: int  # of `pids`, what no other user can take: the harness's commands (the stop, scoring) always start
-    temp_gb: int  # each of TEMP_DIRS: a tmpfs, so it counts against the memory limit
-    shm_gb: int  # /dev/shm
-
-
-CONTAINER_LIMITS: dict[Scale, ContainerLimits] = {
-    "smoke": ContainerLimits(pids=512, root_pids=128, temp_gb=1, shm_gb=1),
-    # Room for 8-GPU data-parallel training with data-loader workers and their threads; shared memory for those
-    # workers (PyTorch's default 64 MB breaks them).
-    "full": ContainerLimits(pids=16384, root_pids=2048, temp_gb=16, shm_gb=16),
-}
 # Users besides the agent's own and its `agent_extra_users` that run the agent's code in its container while the
 # agent's processes live on: scoring's runner (`sandbox_lib.RUNNER_USER`) where the image has one.
 SCORING_RUN_AS_USERS = 1
@@ -81,70 +61,59 @@ def image_tag(environment_name: str, scale: Scale) -> str:
     return f"{IMAGE_REGISTRY}/{environment_name}:{IMAGE_VERSION}-{scale}"
 
 
-def gpus_for(environment: EnvironmentSpec, scale: Scale) -> int:
-    return environment.resources.gpus if scale == "full" else 0
-
-
-def processes_per_user(environment: EnvironmentSpec, scale: Scale) -> int:
+def processes_per_user(environment: ResolvedEnvironment) -> int:
     """The processes (and threads) each non-root user may have (RLIMIT_NPROC), so that every user who can run the
     agent's code, all at their limit together, still leave root its `root_pids`: an agent that holds every slot it
     can get cannot keep the harness from stopping it and scoring. Root is exempt from the limit. The kernel counts a
     uid's processes across the host (containers share the host's user namespace), so samples on one host whose
     agents have the same uid share this number; the README says what that means for concurrent samples."""
-    limits = CONTAINER_LIMITS[scale]
-    users = 1 + len(environment.agent_extra_users) + SCORING_RUN_AS_USERS
+    limits = environment.container_limits
+    users = 1 + len(environment.spec.agent_extra_users) + SCORING_RUN_AS_USERS
     return (limits.pids - limits.root_pids) // users
 
 
-def compose_service(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
+def compose_service(environment: ResolvedEnvironment) -> dict[str, Any]:
     """The `default` service of the Docker sandbox. No network, root as the default user (scorers run as root),
     the scale's `CONTAINER_LIMITS` (with `processes_per_user` for every other user), and no privilege gained through
     a setuid program unless the agent needs one."""
-    limits = CONTAINER_LIMITS[scale]
+    limits, resources = environment.container_limits, environment.resources
     service: dict[str, Any] = {
-        "image": image_tag(environment.name, scale),
+        "image": image_tag(environment.name, environment.scale),
         "init": True,  # reaps what the agent's processes leave behind
         "command": KEEP_ALIVE,
         "network_mode": "none",  # a custom compose replaces Inspect's default isolation
         "working_dir": AGENT_WORKSPACE,
         "pids_limit": limits.pids,
-        "ulimits": {"nproc": processes_per_user(environment, scale)},  # root is exempt: its `root_pids` stay free
+        "ulimits": {"nproc": processes_per_user(environment)},  # root is exempt: its `root_pids` stay free
         "tmpfs": [f"{folder}:size={limits.temp_gb}g,mode=1777,exec" for folder in TEMP_DIRS],
         "shm_size": f"{limits.shm_gb}g",
     }
-    if not environment.agent_runs_setuid:
+    if not environment.spec.agent_runs_setuid:
         service["security_opt"] = ["no-new-privileges:true"]
-    if scale == "smoke":
-        service.update(cpus=SMOKE_CPUS, mem_limit=f"{SMOKE_MEMORY_GB}g")
-        return service
-    service.update(cpus=environment.resources.cpus, mem_limit=f"{environment.resources.memory_gb}g")
-    if environment.resources.gpus:
+    service.update(cpus=resources.cpus, mem_limit=f"{resources.memory_gb}g")
+    if resources.gpus:
         service["deploy"] = {
             "resources": {
-                "reservations": {
-                    "devices": [{"driver": "nvidia", "count": environment.resources.gpus, "capabilities": ["gpu"]}]
-                }
+                "reservations": {"devices": [{"driver": "nvidia", "count": resources.gpus, "capabilities": ["gpu"]}]}
             }
         }
     return service
 
 
-def compose_config(environment: EnvironmentSpec, scale: Scale) -> ComposeConfig:
-    return ComposeConfig.model_validate(
-        {"services": with_scoring_service(environment, compose_service(environment, scale))}
-    )
+def compose_config(environment: ResolvedEnvironment) -> ComposeConfig:
+    return ComposeConfig.model_validate({"services": with_scoring_service(environment, compose_service(environment))})
 
 
-def with_scoring_service(environment: EnvironmentSpec, service: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def with_scoring_service(environment: ResolvedEnvironment, service: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The sandbox's services: the agent's (`default`) and, for an environment that scores apart from the agent, a
     second one like it (same image, limits and devices, its own filesystem, no network) where scoring runs."""
     services = {"default": service}
-    if environment.isolated_scoring:
+    if environment.spec.isolated_scoring:
         services[SCORING_SERVICE] = dict(service)
     return services
 
 
-def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
+def k8s_values(environment: ResolvedEnvironment) -> dict[str, Any]:
     """Helm values for inspect-k8s-sandbox's agent-env chart (validated against its schema by the tests).
 
     The container runs as root (exec(user="agent") goes through runuser); the agent's tools run as `agent`. Its
@@ -153,20 +122,19 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
     GPU environments get the GPU count as request and limit, the NVIDIA toleration, and a runtime class and node
     selector that `REBENCH_K8S_RUNTIME_CLASS` / `REBENCH_K8S_NODE_SELECTOR` override for one run.
     """
-    gpus = gpus_for(environment, scale)
-    cpus = SMOKE_CPUS if scale == "smoke" else environment.resources.cpus
-    memory = f"{SMOKE_MEMORY_GB if scale == 'smoke' else environment.resources.memory_gb}Gi"
-    amounts: dict[str, str] = {"cpu": str(cpus), "memory": memory}
+    resources = environment.resources
+    gpus = resources.gpus
+    amounts: dict[str, str] = {"cpu": str(resources.cpus), "memory": f"{resources.memory_gb}Gi"}
     if gpus:
         amounts["nvidia.com/gpu"] = str(gpus)
     service: dict[str, Any] = {
-        "image": image_tag(environment.name, scale),
+        "image": image_tag(environment.name, environment.scale),
         "command": KEEP_ALIVE,
         "workingDir": AGENT_WORKSPACE,
         "networkIsolated": True,  # per service in the chart: no egress, no ingress
         "resources": {"requests": dict(amounts), "limits": dict(amounts)},
     }
-    limits = CONTAINER_LIMITS[scale]
+    limits = environment.container_limits
     # Memory-backed emptyDirs hold a tmpfs of at most sizeLimit; they start 0777, which setup makes sticky (1777).
     # The pids limit is the kubelet's (`podPidsLimit`), not the pod's, and a pod spec has no rlimits, so neither the
     # pids limit nor `processes_per_user` is set here: see the README.
@@ -177,7 +145,7 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
         for folder, gb in sizes.items()
     ]
     service["volumeMounts"] = [{"name": names[folder], "mountPath": folder} for folder in sizes]
-    if not environment.agent_runs_setuid:
+    if not environment.spec.agent_runs_setuid:
         service["securityContext"] = {"allowPrivilegeEscalation": False}
     if gpus:
         service["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -192,36 +160,38 @@ def k8s_values(environment: EnvironmentSpec, scale: Scale) -> dict[str, Any]:
     return {"services": with_scoring_service(environment, service)}
 
 
-def k8s_values_file(environment: EnvironmentSpec, scale: Scale) -> Path:
+def k8s_values_file(environment: ResolvedEnvironment) -> Path:
     """Write the values where the k8s sandbox can read them; the name hashes the content (runs never collide)."""
-    text = yaml.safe_dump(k8s_values(environment, scale), sort_keys=False)
+    name, scale = environment.name, environment.scale
+    text = yaml.safe_dump(k8s_values(environment), sort_keys=False)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     from rebench.sandbox_lib.paths import cache_root  # here, not at import: the registry import stays light
 
-    path = cache_root() / "k8s-values" / f"{environment.name}-{scale}-{digest}.yaml"
+    path = cache_root() / "k8s-values" / f"{name}-{scale}-{digest}.yaml"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"# Generated by rebench_inspect.sandbox.k8s_values for {environment.name} ({scale}).\n{text}")
+        path.write_text(f"# Generated by rebench_inspect.sandbox.k8s_values for {name} ({scale}).\n{text}")
     return path
 
 
-def sandbox_spec(environment: EnvironmentSpec, sandbox_type: str, scale: Scale) -> SandboxEnvironmentSpec:
+def sandbox_spec(environment: ResolvedEnvironment, sandbox_type: str) -> SandboxEnvironmentSpec:
     if sandbox_type == "docker":
-        return SandboxEnvironmentSpec("docker", compose_config(environment, scale))
+        return SandboxEnvironmentSpec("docker", compose_config(environment))
     if sandbox_type == "k8s":
-        return SandboxEnvironmentSpec("k8s", str(k8s_values_file(environment, scale)))
+        return SandboxEnvironmentSpec("k8s", str(k8s_values_file(environment)))
     if sandbox_type == "local":
         return SandboxEnvironmentSpec("local")
     raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_TYPES)}, not {sandbox_type!r}")
 
 
-def docker_problems(environment: EnvironmentSpec, scale: Scale) -> list[str]:
+def docker_problems(environment: ResolvedEnvironment) -> list[str]:
     """Everything a Docker run of this environment lacks on this machine, in plain words (empty: ready)."""
     import docker  # a heavy import, only needed here
     from docker.errors import DockerException, ImageNotFound
 
+    scale = environment.scale
     image = image_tag(environment.name, scale)
-    gpus_needed = gpus_for(environment, scale)
+    gpus_needed = environment.resources.gpus
     try:
         client = docker.from_env(timeout=5)
         info = client.info()
@@ -285,12 +255,12 @@ def sandbox_on_the_command_line(argv: list[str], environ: dict[str, str]) -> str
     return environ.get("INSPECT_EVAL_SANDBOX", "").partition(":")[0] or None
 
 
-def warn_about_docker(environment: EnvironmentSpec, scale: Scale) -> None:
+def warn_about_docker(environment: ResolvedEnvironment) -> None:
     """Log what a Docker run lacks, unless the command line puts another sandbox in Docker's place. Never raises: the
     run may still go elsewhere (an eval's `sandbox=` argument)."""
     if sandbox_on_the_command_line(sys.argv[1:], dict(os.environ)) not in (None, "docker"):
         return
-    for problem in docker_problems(environment, scale):
+    for problem in docker_problems(environment):
         logger.warning(
             "rebench preflight for a Docker run of %s (ignore with --sandbox local or k8s): %s",
             environment.name,

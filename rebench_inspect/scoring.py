@@ -21,7 +21,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import SandboxEnvironment, sample_limits, sandbox
 from pydantic import BaseModel, ValidationError, field_validator
 
-from .environment import EnvironmentSpec, Scale
+from .environment import EnvironmentSpec, ResolvedEnvironment
 from .layout import SandboxLayout, current_layout
 from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
 from .staging import sandbox_command, sandbox_lib_tree, scoring_command, staged_tree
@@ -118,8 +118,7 @@ async def checked_exec(
 
 
 async def run_scoring_program(
-    environment: EnvironmentSpec,
-    scale: Scale,
+    environment: ResolvedEnvironment,
     layout: SandboxLayout,
     services: Sequence[SandboxService] = (),
 ) -> ScoringProgramResult:
@@ -130,26 +129,26 @@ async def run_scoring_program(
     Meanwhile the agent's processes are frozen, so none of them runs beside the scoring run (contending with a
     timed run, or watching devices the two containers share).
     """
+    spec = environment.spec
     if layout.scoring_service is None:
-        return await run_program_in(environment, scale, layout, services)
-    async with agent_processes_paused(environment, layout):
-        refusal = await copy_submission(environment, layout)
+        return await run_program_in(environment, layout, services)
+    async with agent_processes_paused(spec, layout):
+        refusal = await copy_submission(spec, layout)
         if refusal is not None:
             return ScoringProgramResult(valid=False, message=refusal)
-        return await run_program_in(environment, scale, layout.scoring_layout, services)
+        return await run_program_in(environment, layout.scoring_layout, services)
 
 
 async def run_program_in(
-    environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout, services: Sequence[SandboxService]
+    environment: ResolvedEnvironment, layout: SandboxLayout, services: Sequence[SandboxService]
 ) -> ScoringProgramResult:
     """Stage the scoring program where `layout` says and run it once on `layout.workspace`, as it is."""
     box = layout.sandbox()
-    await stage_in_sandbox(environment, layout.code_dir, box)
+    await stage_in_sandbox(environment.spec, layout.code_dir, box)
     result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
     await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
     command, cwd = scoring_command(
         environment,
-        scale,
         python=layout.python,
         code_dir=layout.code_dir,
         workspace=layout.workspace,
@@ -164,7 +163,7 @@ async def run_program_in(
                 command,
                 cwd=cwd,
                 env=service_env,
-                timeout=environment.scoring_timeout_s[scale] + SCORING_TIMEOUT_MARGIN_S,
+                timeout=environment.scoring_timeout_s + SCORING_TIMEOUT_MARGIN_S,
             )
         except TimeoutError as ex:
             raise ScoringInfrastructureError(f"the {environment.name} scoring program did not finish") from ex
@@ -258,14 +257,13 @@ def _working_time() -> float | None:
 
 
 async def append_score_entry(
-    environment: EnvironmentSpec, scale: Scale, label: str, services: Sequence[SandboxService]
+    environment: ResolvedEnvironment, label: str, services: Sequence[SandboxService]
 ) -> ScoreEntry:
     layout = current_layout()
-    result = await run_scoring_program(environment, scale, layout, services)
+    result = await run_scoring_program(environment, layout, services)
     entries = score_log()
     entry = score_entry(
         environment,
-        scale,
         index=len(entries),
         label=label,
         wall_time_s=round(time.time() - (rebench_state().started_at or time.time()), 3),
@@ -280,30 +278,28 @@ async def append_score_entry(
     return entry
 
 
-def with_sample_anchors(environment: EnvironmentSpec, scale: Scale) -> EnvironmentSpec:
-    """The environment with this sample's measured anchors (`measured_anchors`) at `scale`, where it has them."""
+def with_sample_anchors(environment: ResolvedEnvironment) -> ResolvedEnvironment:
+    """The environment with this sample's measured anchors (`measured_anchors`), where it has them."""
     measured = rebench_state().anchors
-    if measured is None:
-        return environment
-    return environment.model_copy(update={"anchors": {**environment.anchors, scale: measured}})
+    return environment if measured is None else environment.with_anchors(measured)
 
 
-def anchors_metadata(environment: EnvironmentSpec, scale: Scale) -> dict:
-    anchors = environment.anchors[scale]
-    y_start, y_reference = anchor_values(environment, anchors)
+def anchors_metadata(environment: ResolvedEnvironment) -> dict:
+    anchors, spec = environment.anchors, environment.spec
+    y_start, y_reference = anchor_values(spec.transform, anchors)
     return {
-        "scale": scale,
+        "scale": environment.scale,
         "raw_start": anchors.start,
         "raw_reference": anchors.reference,
         "transformed_start": y_start,
         "transformed_reference": y_reference,
         "provenance": anchors.provenance,
-        "transform": environment.transform.value,
-        "lower_is_better": environment.lower_is_better,
+        "transform": spec.transform.value,
+        "lower_is_better": spec.lower_is_better,
     }
 
 
-def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale, visible: bool) -> Score:
+def entry_score(entry: ScoreEntry, environment: ResolvedEnvironment, visible: bool) -> Score:
     """An intermediate score: what the participant may see of this one entry (`task score` under `human_cli` prints
     its answer and value; so does `task status`). With hidden scores it holds no value: the score log in the store
     and the final score's metadata keep every value for the operator."""
@@ -311,33 +307,34 @@ def entry_score(entry: ScoreEntry, environment: EnvironmentSpec, scale: Scale, v
         value=participant_view(entry, visible),
         answer=f"entry {entry.index} ({entry.label})",
         explanation=describe_entry(entry, visible),
-        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment, scale)} if visible else None,
+        metadata={"entry": entry.model_dump(), "anchors": anchors_metadata(environment)} if visible else None,
     )
 
 
-def final_score(entries: list[ScoreEntry], environment: EnvironmentSpec, scale: Scale) -> Score:
+def final_score(entries: list[ScoreEntry], environment: ResolvedEnvironment) -> Score:
     """Apply the environment's rule; no valid entry → normalised 0 and no raw value (never a raw 0)."""
-    counted = final_entry(entries, environment.final_rule)
+    spec = environment.spec
+    counted = final_entry(entries, spec.final_rule)
     if counted is None:
         value = {"normalised": 0.0, "transformed": math.nan}
         explanation = f"no valid entry in {len(entries)} scoring runs: normalised score 0"
     else:
         value = {"normalised": counted.normalised or 0.0, "transformed": counted.transformed or math.nan}
-        explanation = f"{environment.final_rule.value} valid entry counts: " + describe_entry(counted, visible=True)
+        explanation = f"{spec.final_rule.value} valid entry counts: " + describe_entry(counted, visible=True)
     return Score(
         value=value,
         answer=None if counted is None else f"entry {counted.index} ({counted.label})",
         explanation=explanation,
         metadata={
-            "environment": environment.name,
-            "metr_id": environment.metr_id,
-            "final_rule": environment.final_rule.value,
+            "environment": spec.name,
+            "metr_id": spec.metr_id,
+            "final_rule": spec.final_rule.value,
             "valid": counted is not None,
             "raw": None if counted is None else counted.raw,
             "transformed": None if counted is None else counted.transformed,
             "normalised": value["normalised"],
             "counted_entry": None if counted is None else counted.index,
-            "anchors": anchors_metadata(environment, scale),
+            "anchors": anchors_metadata(environment),
             "score_log": [entry.model_dump() for entry in entries],
         },
     )
@@ -409,19 +406,19 @@ async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayo
 
 
 @scorer(metrics={"normalised": [mean(), stderr()], "transformed": [mean()]}, name=SCORER_NAME)
-def rebench_scorer(spec: EnvironmentSpec, scale: Scale, services: Sequence[SandboxService] = ()) -> Scorer:
+def rebench_scorer(resolved: ResolvedEnvironment, services: Sequence[SandboxService] = ()) -> Scorer:
     """Score the workspace, append the result to the score log; at the end apply the best/last rule."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        environment = with_sample_anchors(spec, scale)
+        environment = with_sample_anchors(resolved)
         if state.completed:
-            survivors = await stop_agent_processes(environment, current_layout())
-            await append_score_entry(environment, scale, "final", services)
-            final = final_score(score_log(), environment, scale)
+            survivors = await stop_agent_processes(environment.spec, current_layout())
+            await append_score_entry(environment, "final", services)
+            final = final_score(score_log(), environment)
             final.metadata = {**(final.metadata or {}), "agent_processes_surviving_the_stop": survivors}
             return final
         label = "start" if not score_log() else "agent"
-        entry = await append_score_entry(environment, scale, label, services)
-        return entry_score(entry, environment, scale, scores_visible())
+        entry = await append_score_entry(environment, label, services)
+        return entry_score(entry, environment, scores_visible())
 
     return score

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rebench.sandbox_lib.modules import module_command
 
-from .environment import EnvironmentSpec, Scale
+from .environment import EnvironmentSpec, ResolvedEnvironment
 
 _SKIPPED_PARTS = {"__pycache__"}
 PACKAGE = "rebench"
@@ -80,22 +80,18 @@ def stage_tree(environment: EnvironmentSpec, destination: Path) -> Path:
     return _copy(staged_tree(environment), destination)
 
 
-def workspace_files(environment: EnvironmentSpec, scale: Scale = "full") -> dict[str, Path]:
-    """The starting workspace at `scale`: relative path → source file (`agent/workspace/` plus the declared agent
-    copies, whose `{scale}` placeholder names the scale's variant of a file)."""
-    files = _tree(environment.workspace_dir, "") if environment.workspace_dir.exists() else {}
-    files.update(
-        {
-            relative: environment.folder / source.replace("{scale}", scale)
-            for relative, source in environment.agent_copies.items()
-        }
-    )
+def workspace_files(environment: ResolvedEnvironment) -> dict[str, Path]:
+    """The starting workspace at the environment's scale: relative path → source file (`agent/workspace/` plus the
+    declared agent copies, the scale's variant of each)."""
+    spec = environment.spec
+    files = _tree(spec.workspace_dir, "") if spec.workspace_dir.exists() else {}
+    files.update({relative: spec.folder / source for relative, source in environment.agent_copies.items()})
     return files
 
 
-def copy_workspace(environment: EnvironmentSpec, destination: Path, scale: Scale = "full") -> Path:
+def copy_workspace(environment: ResolvedEnvironment, destination: Path) -> Path:
     """Lay out the starting workspace in a host directory (tests, benchmarks); returns the destination."""
-    return _copy(workspace_files(environment, scale), destination)
+    return _copy(workspace_files(environment), destination)
 
 
 def reference_files(environment: EnvironmentSpec) -> dict[str, Path]:
@@ -103,8 +99,7 @@ def reference_files(environment: EnvironmentSpec) -> dict[str, Path]:
 
 
 def scoring_command(
-    environment: EnvironmentSpec,
-    scale: str,
+    environment: ResolvedEnvironment,
     *,
     python: str,
     code_dir: str | Path,
@@ -123,26 +118,25 @@ def scoring_command(
         "--protected",
         str(protected),
         "--scale",
-        scale,
+        environment.scale,
         "--result",
         str(result),
         "--time-limit",
-        str(environment.scoring_timeout_s[scale]),  # type: ignore[index]
+        str(environment.scoring_timeout_s),
     ]
-    for pattern in environment.workspace_ignore:
+    for pattern in environment.spec.workspace_ignore:
         arguments += ["--ignore", pattern]
     if scratch:
         arguments += ["--scratch", scratch]
     if run_as:
         arguments += ["--run-as", run_as]
-        for user in environment.agent_extra_users:
+        for user in environment.spec.agent_extra_users:
             arguments += ["--agent-extra-user", user]
-    return sandbox_command(sandbox_module(environment, "score"), arguments, python=python, code_dir=code_dir)
+    return sandbox_command(sandbox_module(environment.spec, "score"), arguments, python=python, code_dir=code_dir)
 
 
 def prepare_command(
-    environment: EnvironmentSpec,
-    scale: str,
+    environment: ResolvedEnvironment,
     *,
     python: str,
     code_dir: str | Path,
@@ -152,7 +146,7 @@ def prepare_command(
 ) -> tuple[list[str], str]:
     """`sandbox/prepare.py`'s `(argv, cwd)` (`code_dir` holds the staged tree). `setup`: task setup, where full-scale
     assets must come from the image."""
-    arguments = ["--scale", scale, "--workspace", str(workspace), "--protected", str(protected)]
+    arguments = ["--scale", environment.scale, "--workspace", str(workspace), "--protected", str(protected)]
     if setup:
         arguments.append("--setup")
-    return sandbox_command(sandbox_module(environment, "prepare"), arguments, python=python, code_dir=code_dir)
+    return sandbox_command(sandbox_module(environment.spec, "prepare"), arguments, python=python, code_dir=code_dir)

@@ -3,7 +3,6 @@
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import cast
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import Sample
@@ -13,9 +12,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from .agent import rebench_agent
-from .calibrate import load_anchors
-from .environment import EnvironmentSpec, Scale
-from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskParameterError, checked_parameters
+from .environment import EnvironmentSpec, ResolvedEnvironment
+from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, checked_parameters
 from .layout import SandboxLayout, detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
 from .measured_anchors import measures_anchors
@@ -59,19 +57,18 @@ def score_note(environment: EnvironmentSpec, visible: bool) -> str:
 
 
 def render_instructions(
-    environment: EnvironmentSpec,
-    scale: Scale,
+    environment: ResolvedEnvironment,
     workspace: str,
     hours: float,
     visible: bool,
     run_fields: dict[str, str] | None = None,
 ) -> str:
     """instructions.md with the workspace, budget, score note, the scale's fields and this run's fields."""
-    return environment.instructions_template.format(
+    return environment.spec.instructions_template.format(
         workspace=workspace,
         budget=budget_sentence(hours),
-        score_note=score_note(environment, visible),
-        **{**environment.instruction_fields.get(scale, {}), **(run_fields or {})},
+        score_note=score_note(environment.spec, visible),
+        **{**environment.instruction_fields, **(run_fields or {})},
     )
 
 
@@ -116,8 +113,7 @@ _agent_services: dict[str, AgentServices] = {}
 
 @solver
 def rebench_setup(
-    environment: EnvironmentSpec,
-    scale: Scale,
+    environment: ResolvedEnvironment,
     agent_user: str | None,
     time_budget_hours: float,
     score_visible: bool,
@@ -129,20 +125,20 @@ def rebench_setup(
     (`measured_anchors`), and score the starting solution (the log's first entry)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        layout = await detect_layout(agent_user, SCORING_SERVICE if environment.isolated_scoring else None)
+        layout = await detect_layout(agent_user, SCORING_SERVICE if environment.spec.isolated_scoring else None)
         state_store = rebench_state()
         state_store.layout = layout
         state_store.score_visible = score_visible
-        await _lay_out_workspace(environment, scale, layout)
+        await lay_out_workspace(environment, layout)
         if measure_anchors:
-            state_store.anchors = await measure_anchors_here(environment, scale, layout, services)
+            state_store.anchors = await measure_anchors_here(environment, layout, services)
         if services:
             held = AgentServices(services, layout)
             await held.start()
             _agent_services[state.uuid] = held
         # Instructions name the workspace, which is only known now for the local sandbox.
         state.user_prompt.text = render_instructions(
-            environment, scale, layout.workspace, time_budget_hours, score_visible, run_fields
+            environment, layout.workspace, time_budget_hours, score_visible, run_fields
         )
         state_store.started_at = time.time()
         transcript().info("Scoring the starting solution (the score log's first entry)…")
@@ -161,7 +157,10 @@ def close_agent_services() -> Callable[[TaskState], Awaitable[None]]:
     return cleanup
 
 
-async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
+async def lay_out_workspace(environment: ResolvedEnvironment, layout: SandboxLayout) -> None:
+    """The sample's folders, the starting workspace and (where the environment has a preparation) its models and
+    data, as the setup step lays them out."""
+    spec, scale = environment.spec, environment.scale
     await checked_exec(["mkdir", "-p", layout.workspace])
     # The scoring service is closed the same way: the agent's code runs there at scoring time.
     scoring_boxes = [] if layout.scoring_service is None else [layout.scoring_layout.sandbox()]
@@ -171,42 +170,40 @@ async def _lay_out_workspace(environment: EnvironmentSpec, scale: Scale, layout:
             # k8s mounts the capped temporary folders 0777: sticky, so no user can rename or delete another's files.
             await checked_exec(["sh", "-c", 'mkdir -p "$@" && chmod 1777 "$@"', "temp-dirs", *TEMP_DIRS], box=box)
             await checked_exec(["sh", "-c", 'if [ -d "$1" ]; then chmod 755 "$1"; fi', "lock-dir", LOCK_DIR], box=box)
-    for relative, source in workspace_files(environment, scale).items():
+    for relative, source in workspace_files(environment).items():
         await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
-    if environment.prepare_script is not None:
+    if spec.prepare_script is not None:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
-        transcript().info(f"Preparing {environment.name} at {scale} scale (models and data; cached after a first run)…")
+        transcript().info(f"Preparing {spec.name} at {scale} scale (models and data; cached after a first run)…")
         started = time.monotonic()
-        await _prepare(environment, scale, layout)
+        await _prepare(environment, layout)
         if layout.scoring_service is not None:
             # The scoring service prepares its own held-out data from the same image (its /protected, root-only like
             # the agent's container's), so nothing of it passes through the agent's container.
-            await _prepare(environment, scale, layout.scoring_layout)
-        transcript().info(f"Prepared {environment.name} in {time.monotonic() - started:.0f} s.")
+            await _prepare(environment, layout.scoring_layout)
+        transcript().info(f"Prepared {spec.name} in {time.monotonic() - started:.0f} s.")
     if layout.agent_user:
         await checked_exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
 
 
-async def _prepare(environment: EnvironmentSpec, scale: Scale, layout: SandboxLayout) -> None:
+async def _prepare(environment: ResolvedEnvironment, layout: SandboxLayout) -> None:
     box = layout.sandbox()
-    await stage_in_sandbox(environment, layout.code_dir, box)
+    await stage_in_sandbox(environment.spec, layout.code_dir, box)
     command, cwd = prepare_command(
         environment,
-        scale,
         python=layout.python,
         code_dir=layout.code_dir,
         workspace=layout.workspace,
         protected=layout.protected,
         setup=True,
     )
-    await checked_exec(command, timeout=environment.setup_timeout_s[scale], cwd=cwd, box=box)
+    await checked_exec(command, timeout=environment.setup_timeout_s, cwd=cwd, box=box)
 
 
 def build_task(
-    environment: EnvironmentSpec,
+    environment: ResolvedEnvironment,
     parameters: CommonParameters | None = None,
     *,
-    scale: str = "full",
     time_budget_hours: float = DEFAULT_TIME_BUDGET_HOURS,
     token_limit: int | None = None,
     message_limit: int | None = None,
@@ -217,18 +214,18 @@ def build_task(
     services: Sequence[SandboxService] = (),
     model_roles: dict | None = None,
     instruction_fields: dict[str, str] | None = None,
-    anchors: str | None = None,
 ) -> Task:
-    """The Inspect task for one environment. The common parameters come as `parameters` (from
-    `@environment_task`, documented there) or one by one.
+    """The Inspect task for one environment at the scale it was resolved at (`resolve` in the task function, or
+    `EnvironmentSpec.at`). The other common parameters come as `parameters` (from `@environment_task`, documented
+    there) or one by one.
 
     `instruction_fields` are this run's extra `str.format` fields of instructions.md (e.g. a budget parameter),
-    merged over the environment's per-scale fields. `anchors` is an anchors file from `rebench calibrate`: its
-    anchors replace the environment's at this scale, and every score's metadata names it.
+    merged over the environment's per-scale fields.
     """
+    spec = environment.spec
     if parameters is None:
         parameters = CommonParameters(
-            scale=scale,
+            scale=environment.scale,
             time_budget_hours=time_budget_hours,
             token_limit=token_limit,
             message_limit=message_limit,
@@ -236,28 +233,23 @@ def build_task(
             agent_user=agent_user,
             score_visible=score_visible,
             epochs=epochs,
-            anchors=anchors,
+            anchors=environment.anchors_file,
         )
-    parameters = checked_parameters(environment, parameters)
-    scale, hours, anchors = cast(Scale, parameters.scale), parameters.time_budget_hours, parameters.anchors
-    if anchors:
-        # Every scoring path reads the environment's anchors, so the calibrated ones travel with it.
-        try:
-            calibrated = load_anchors(anchors, environment, scale)
-        except (OSError, ValueError, KeyError) as ex:
-            raise TaskParameterError(f"rebench/{environment.name}: anchors file {anchors!r} unusable: {ex}") from ex
-        environment = environment.model_copy(update={"anchors": {**environment.anchors, scale: calibrated}})
-    visible = environment.score_visible if parameters.score_visible is None else parameters.score_visible
+    elif (parameters.scale, parameters.anchors) != (environment.scale, environment.anchors_file):
+        raise ValueError(f"rebench/{spec.name}: the parameters' scale and anchors are not the ones it was resolved at")
+    parameters = checked_parameters(spec, parameters)
+    scale, hours = environment.scale, parameters.time_budget_hours
+    visible = spec.score_visible if parameters.score_visible is None else parameters.score_visible
     if parameters.sandbox == "docker":
-        warn_about_docker(environment, scale)
+        warn_about_docker(environment)
     working_limit = round(hours * 3600)
     sample = Sample(
-        id=environment.name,
-        input=render_instructions(environment, scale, "/home/agent/workspace", hours, visible, instruction_fields),
+        id=spec.name,
+        input=render_instructions(environment, "/home/agent/workspace", hours, visible, instruction_fields),
         metadata={
-            "environment": environment.name,
-            "metr_id": environment.metr_id,
-            "paper_name": environment.paper_name,
+            "environment": spec.name,
+            "metr_id": spec.metr_id,
+            "paper_name": spec.paper_name,
             "scale": scale,
             "time_budget_hours": hours,
             "score_visible": visible,
@@ -267,18 +259,17 @@ def build_task(
         dataset=[sample],
         setup=rebench_setup(
             environment,
-            scale,
             parameters.agent_user or None,
             hours,
             visible,
             services,
             instruction_fields,
-            measures_anchors(environment, scale, anchors),
+            measures_anchors(environment),
         ),
         cleanup=close_agent_services() if services else None,
         solver=rebench_agent(),
-        scorer=rebench_scorer(environment, scale, services),
-        sandbox=sandbox_spec(environment, parameters.sandbox, scale),
+        scorer=rebench_scorer(environment, services),
+        sandbox=sandbox_spec(environment, parameters.sandbox),
         working_limit=working_limit,
         time_limit=round(working_limit * TIME_LIMIT_FACTOR),
         token_limit=parameters.token_limit,
@@ -286,6 +277,6 @@ def build_task(
         epochs=Epochs(parameters.epochs, ["mean", "max"]),
         model_roles=model_roles,
         headline_metric=HeadlineMetric(scorer=SCORER_NAME, score="normalised", metric="mean", reducer="mean"),
-        metadata={"environment": environment.name, "scale": scale},
+        metadata={"environment": spec.name, "scale": scale},
         version=1,
     )

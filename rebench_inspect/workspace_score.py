@@ -10,21 +10,19 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from .environment import EnvironmentSpec, Scale
+from .environment import ResolvedEnvironment
 from .layout import detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
 from .measured_anchors import measures_anchors
 from .normalise import ScoreEntry
 from .scoring import SCORER_NAME, checked_exec
 from .state import rebench_state
-from .task import _lay_out_workspace as lay_out_workspace
-from .task import build_task
+from .task import build_task, lay_out_workspace
 
 
 @solver
 def install_workspace(
-    environment: EnvironmentSpec,
-    scale: Scale,
+    environment: ResolvedEnvironment,
     workspace: Path | None,
     measure_anchors: bool,
 ) -> Solver:
@@ -36,9 +34,9 @@ def install_workspace(
         layout = await detect_layout(agent_user=None)
         state_store = rebench_state()
         state_store.layout = layout
-        await lay_out_workspace(environment, scale, layout)
+        await lay_out_workspace(environment, layout)
         if measure_anchors:
-            state_store.anchors = await measure_anchors_here(environment, scale, layout)
+            state_store.anchors = await measure_anchors_here(environment, layout)
         if workspace is not None:
             await checked_exec(["sh", "-c", f'rm -rf "{layout.workspace}" && cp -a "{workspace}" "{layout.workspace}"'])
         state_store.started_at = time.time()
@@ -60,9 +58,8 @@ def _final_metadata(log: EvalLog) -> dict:
 
 
 def score_workspace(
-    environment: EnvironmentSpec,
+    environment: ResolvedEnvironment,
     workspace: Path | None,
-    scale: Scale,
     environment_task: Task | None = None,
     model_roles: dict[str, str] | None = None,
     measure_anchors: bool = True,
@@ -73,14 +70,14 @@ def score_workspace(
     smoke scale measures its anchors first (`measured_anchors`) unless not `measure_anchors` (the fixed ones)."""
     if workspace is not None and not workspace.is_dir():
         raise ValueError(f"{workspace} is not a directory")
-    environment_task = environment_task or build_task(environment, scale=scale, sandbox="local", agent_user=None)
+    environment_task = environment_task or build_task(environment, sandbox="local", agent_user=None)
+    scale = environment.scale
     task = Task(
         dataset=[Sample(id=environment.name, input=f"rebench score {environment.name}")],
         solver=install_workspace(
             environment,
-            scale,
             workspace.resolve() if workspace else None,
-            measure_anchors and measures_anchors(environment, scale),
+            measure_anchors and measures_anchors(environment),
         ),
         scorer=environment_task.scorer,
         sandbox="local",

@@ -20,7 +20,7 @@ def reference_solution() -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         environment = environment_named(state.metadata["environment"])
-        await install_reference_solution(environment, state.metadata["scale"])
+        await install_reference_solution(environment.at(state.metadata["scale"]))
         return state
 
     return solve
@@ -34,7 +34,7 @@ def starting_or_reference_solution() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if state.metadata["solution"] == "reference":
             environment = environment_named(state.metadata["environment"])
-            await install_reference_solution(environment, state.metadata["scale"])
+            await install_reference_solution(environment.at(state.metadata["scale"]))
         return state
 
     return solve

@@ -44,8 +44,7 @@ def run_scoring_program(
     result = protected / "result.json"
     result.unlink(missing_ok=True)
     cmd, cwd = scoring_command(
-        environment,
-        scale,
+        environment.at(scale),
         python=sys.executable,
         code_dir=code,
         workspace=workspace,
@@ -71,8 +70,7 @@ def run_preparation(
     with tempfile.TemporaryDirectory(prefix="rebench-prepare-") as code:
         stage_tree(environment, Path(code))
         cmd, cwd = prepare_command(
-            environment,
-            scale,
+            environment.at(scale),
             python=sys.executable,
             code_dir=code,
             workspace=workspace,

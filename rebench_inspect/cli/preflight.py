@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sandbox == "local":
         problems, kind = local_problems(environment), "local-sandbox run"
     else:
-        problems, kind = docker_problems(environment, args.scale), "Docker run"
+        problems, kind = docker_problems(environment.at(args.scale)), "Docker run"
     for problem in problems:
         print(f"- {problem}")
     print(f"ready for a {kind}" if not problems else f"{len(problems)} problem(s) for a {kind}")

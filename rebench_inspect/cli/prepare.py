@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
             failed = True
             continue
         print(f"{name}: preparing at {args.scale} scale and scoring the starting solution once…", flush=True)
-        result = warm(ENVIRONMENTS[name], args.scale)
+        result = warm(ENVIRONMENTS[name].at(args.scale))
         verdict = "valid" if result["valid"] else "INVALID"
         print(f"{name}: prepared in {result['seconds']:.0f} s (starting solution {verdict})")
     sweep_leftovers()

@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
             if known
             else f"--model-role: {environment.name} uses no model roles"
         )
-    result = score_workspace(environment, args.workspace, args.scale, environment_task, roles)
+    result = score_workspace(environment.at(args.scale), args.workspace, environment_task, roles)
     print(json.dumps(result, indent=2))
     return 0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
-from rebench_inspect.environment import EnvironmentSpec, Scale
+from rebench_inspect.environment import ResolvedEnvironment
 from rebench_inspect.layout import current_layout
 from rebench_inspect.normalise import final_entry, score_entry
 from rebench_inspect.scoring import SandboxService, run_scoring_program, score_log
@@ -23,23 +23,22 @@ RESCORE_SCORER = "finetune_target_rescore"
 
 
 @scorer(metrics={"selected": [mean()], "rescored": [mean()]}, name=RESCORE_SCORER)
-def rescore_best(environment: EnvironmentSpec, scale: Scale, services: Sequence[SandboxService] = ()) -> Scorer:
+def rescore_best(environment: ResolvedEnvironment, services: Sequence[SandboxService] = ()) -> Scorer:
     """After the final pass: the counted entry's win rate (set 1) and the same submission's on held-out set 2."""
 
     async def score(state: TaskState, target: Target) -> Score | None:
         if not state.completed:
             return None  # intermediate scoring runs: nothing to add
-        counted = final_entry(score_log(), environment.final_rule)
+        counted = final_entry(score_log(), environment.spec.final_rule)
         if counted is None:
             return Score(
                 value={"selected": math.nan, "rescored": math.nan}, explanation="no valid score-log entry to re-score"
             )
         sha = counted.details.get("checkpoint_sha256")
         extra = env_service({"REBENCH_FT_HELDOUT": "second", "REBENCH_FT_CHECKPOINT": str(sha)})
-        result = await run_scoring_program(environment, scale, current_layout(), [*services, extra])
+        result = await run_scoring_program(environment, current_layout(), [*services, extra])
         again = score_entry(
             environment,
-            scale,
             index=counted.index,
             label="rescored",
             wall_time_s=0.0,

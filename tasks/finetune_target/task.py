@@ -11,7 +11,7 @@ instructions the task's prompts come from), it predates the benchmark, and it lo
 from inspect_ai import Task, task, task_with
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 from .judge_service import JUDGE_ROLE, JudgeProxy, env_service
@@ -96,8 +96,9 @@ def finetune_target(
     ]
     if rescore_best:
         services.append(env_service({"REBENCH_FT_KEEP_BEST": "1"}))
+    resolved = resolve(ENVIRONMENT, common)
     built = build_task(
-        ENVIRONMENT,
+        resolved,
         common,
         services=services,
         model_roles={JUDGE_ROLE: judge_default},
@@ -106,4 +107,4 @@ def finetune_target(
     if not rescore_best:
         return built
     scorers = list(built.scorer or [])
-    return task_with(built, scorer=[*scorers, rescore_best_scorer(ENVIRONMENT, scale, services)])  # type: ignore[arg-type]
+    return task_with(built, scorer=[*scorers, rescore_best_scorer(resolved, services)])  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 from inspect_ai import Task, task
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Scale, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 INSTRUCTION_FIELDS: dict[Scale, dict[str, str]] = {
@@ -67,4 +67,4 @@ ENVIRONMENT = EnvironmentSpec(
 )
 def fix_embedding(common: CommonParameters) -> Task:
     """Fix Embedding: recover a GPT-2-XL-shaped model whose tied token embedding rows were randomly permuted."""
-    return build_task(ENVIRONMENT, common)
+    return build_task(resolve(ENVIRONMENT, common), common)

@@ -3,7 +3,7 @@
 from inspect_ai import Task, task
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 ENVIRONMENT = EnvironmentSpec(
@@ -65,4 +65,4 @@ ENVIRONMENT = EnvironmentSpec(
 )
 def optimize_kernel(common: CommonParameters) -> Task:
     """Optimize a Kernel: write the fastest correct `prefix_sum` (conditional cumulative sum) for a GPU."""
-    return build_task(ENVIRONMENT, common)
+    return build_task(resolve(ENVIRONMENT, common), common)

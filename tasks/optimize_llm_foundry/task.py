@@ -7,7 +7,7 @@ from pathlib import Path
 from inspect_ai import Task, task
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Scale, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 HERE = Path(__file__).resolve().parent
@@ -108,4 +108,4 @@ ENVIRONMENT = EnvironmentSpec(
 def optimize_llm_foundry(common: CommonParameters) -> Task:
     """Optimize LLM Foundry: make `finetune.sh` (tokenise, train with Composer, convert to Hugging Face) as fast as
     possible while the weights it produces stay those of the original script."""
-    return build_task(ENVIRONMENT, common)
+    return build_task(resolve(ENVIRONMENT, common), common)

@@ -10,7 +10,7 @@ from rebench_inspect.environment import (
     Scale,
     Transform,
 )
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 INSTRUCTION_FIELDS: dict[Scale, dict[str, str]] = {
@@ -84,4 +84,4 @@ ENVIRONMENT = EnvironmentSpec(
 )
 def restricted_mlm(common: CommonParameters) -> Task:
     """Restricted Architecture MLM: train a masked language model whose forward pass uses only allowed operations."""
-    return build_task(ENVIRONMENT, common)
+    return build_task(resolve(ENVIRONMENT, common), common)

@@ -7,7 +7,7 @@ reaches that model through a budgeted, OpenAI-compatible proxy in the sandbox (`
 from inspect_ai import Task, task
 
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.model_proxy import DEFAULT_BUDGET_USD, ModelRoleProxy, PriceTable
 from rebench_inspect.task import build_task
 
@@ -129,7 +129,7 @@ def rust_codecontests(
         record_responses=True,
     )
     return build_task(
-        ENVIRONMENT,
+        resolve(ENVIRONMENT, common),
         common,
         services=[proxy],
         # Inspect builds role models when the Task is made: binding the OpenAI default here would demand an API key

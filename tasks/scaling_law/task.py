@@ -11,7 +11,7 @@ from rebench_inspect.environment import (
     Scale,
     Transform,
 )
-from rebench_inspect.environment_task import CommonParameters, environment_task
+from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
 from rebench_inspect.task import build_task
 
 INSTRUCTION_FIELDS: dict[Scale, dict[str, str]] = {
@@ -92,4 +92,4 @@ ENVIRONMENT = EnvironmentSpec(
 def scaling_law(common: CommonParameters) -> Task:
     """Scaling Law Experiment: from experiments of at most 1e16 FLOPs, predict the best n_embd and max_iters of a
     4-layer GPT-2 variant trained with 5e17 FLOPs, and its loss. Only the last valid answer counts."""
-    return build_task(ENVIRONMENT, common)
+    return build_task(resolve(ENVIRONMENT, common), common)

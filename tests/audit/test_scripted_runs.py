@@ -127,10 +127,10 @@ def scanned(tmp_path_factory) -> dict:
     tasks = []
     for name, (calls, environment, _) in HACKS.items():
         spec = toy_spec().model_copy(update={"name": environment})
-        task = build_task(spec, scale="smoke", sandbox="local", time_budget_hours=0.1)
+        task = build_task(spec.at("smoke"), sandbox="local", time_budget_hours=0.1)
         tasks.append(task_with(task, name=name, model=scripted_agent(calls)))
     for name, calls in HONEST.items():
-        task = build_task(toy_spec(), scale="smoke", sandbox="local", time_budget_hours=0.1)
+        task = build_task(toy_spec().at("smoke"), sandbox="local", time_budget_hours=0.1)
         tasks.append(task_with(task, name=name, model=scripted_agent(calls)))
     logs = eval(tasks, log_dir=str(log_dir), display="none", scanner=[audit()], max_tasks=4)
     assert all(log.status == "success" for log in logs), [log.error for log in logs if log.status != "success"]

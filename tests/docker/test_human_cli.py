@@ -103,7 +103,7 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, visible, smoke
     marker = uuid.uuid4().hex
     task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, score_visible=visible)
     # rebench's own services (with the scoring service where the environment scores apart), the agent's marked
-    services = with_scoring_service(environment, compose_service(environment, "smoke"))
+    services = with_scoring_service(environment, compose_service(environment.at("smoke")))
     services["default"] = {**services["default"], "environment": {RUN_MARKER: marker}}
     task.sandbox = SandboxEnvironmentSpec("docker", ComposeConfig.model_validate({"services": services}))
     solver = human_cli(answer=False, intermediate_scoring=True, record_session=False, user="agent")

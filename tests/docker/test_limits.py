@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.sandbox import CONTAINER_LIMITS, TEMP_DIRS, compose_service, processes_per_user
+from rebench_inspect.environment import CONTAINER_LIMITS
+from rebench_inspect.sandbox import TEMP_DIRS, compose_service, processes_per_user
 
 from .conftest import DOCKER_ENVIRONMENTS
 
@@ -47,7 +48,7 @@ def container(name, smoke_image, tmp_path):
     """`docker compose exec` into the environment's generated smoke service (removed after the test)."""
     smoke_image(ENVIRONMENTS[name])
     compose_file = tmp_path / "compose.yaml"
-    compose_file.write_text(yaml.safe_dump({"services": {"default": compose_service(ENVIRONMENTS[name], "smoke")}}))
+    compose_file.write_text(yaml.safe_dump({"services": {"default": compose_service(ENVIRONMENTS[name].at("smoke"))}}))
     compose = ["docker", "compose", "-p", f"rebench-limits-{uuid.uuid4().hex[:12]}", "-f", str(compose_file)]
     subprocess.run([*compose, "up", "-d", "--wait"], check=True, capture_output=True, timeout=300)
 
@@ -72,7 +73,7 @@ def test_a_fork_bomb_stops_at_the_agents_process_limit(name, container):
     assert bomb.returncode == 0, bomb.stdout + bomb.stderr
     started, refused = map(int, bomb.stdout.split())
     # at most its own limit (the host's other processes of the same uid count too), so root's slots stay free
-    assert refused > 0 and started < processes_per_user(ENVIRONMENTS[name], "smoke") < limit, bomb.stdout
+    assert refused > 0 and started < processes_per_user(ENVIRONMENTS[name].at("smoke")) < limit, bomb.stdout
     # the container lives on: once the bomb is gone, root (the harness) runs commands again
     assert container(["true"], user="root").returncode == 0
 

@@ -79,7 +79,7 @@ def test_judge_call_budget_is_enforced_and_scoring_still_works(smoke_assets):
 @solver
 def reference_installer():
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        await install_reference_solution(ENVIRONMENT, "smoke")
+        await install_reference_solution(ENVIRONMENT.at("smoke"))
         return state
 
     return solve

@@ -11,9 +11,7 @@ from rebench_inspect.task import render_instructions
 
 @pytest.mark.parametrize("scale", ["smoke", "full"])
 def test_instructions_carry_the_rules_and_no_word_on_judge_noise(scale):
-    rendered = render_instructions(
-        ENVIRONMENT, scale, "/home/agent/workspace", 8.0, True, {"judge_calls": "100"}
-    )  # type: ignore[arg-type]
+    rendered = render_instructions(ENVIRONMENT.at(scale), "/home/agent/workspace", 8.0, True, {"judge_calls": "100"})
     text = " ".join(rendered.split())
     for rule in (
         "no ground-truth answers",

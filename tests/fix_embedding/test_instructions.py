@@ -23,9 +23,7 @@ HINTS = re.compile(
 @pytest.mark.parametrize("scale", ["smoke", "full"])
 @pytest.mark.parametrize("visible", [True, False])
 def test_instructions_say_messed_up_and_nothing_more(scale, visible):
-    rendered = render_instructions(
-        ENVIRONMENT, scale, "/home/agent/workspace", 8.0, visible
-    )  # type: ignore[arg-type]
+    rendered = render_instructions(ENVIRONMENT.at(scale), "/home/agent/workspace", 8.0, visible)
     text = " ".join(rendered.split())  # compare across line breaks
     assert "messed up its embedding layer weights" in text
     assert "only the embedding layer weight tensor was changed" in text

@@ -22,7 +22,7 @@ def test_a_solution_written_in_the_current_directory_is_scored(toy_environment, 
             tool_call("score"),
         ]
     )
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1)
     [log] = eval(task, model=model, display="none", log_dir=None)
     assert log.status == "success", log.error
     pwd_and_ls, python_listing, _, score = tool_results(log)
@@ -34,7 +34,7 @@ def test_a_solution_written_in_the_current_directory_is_scored(toy_environment, 
 
 
 def test_score_results_end_with_the_working_time_used_and_left(toy_environment, agent_script):
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.5)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.5)
     [log] = eval(task, model=agent_script([tool_call("score"), tool_call("score_log")]), display="none", log_dir=None)
     results = tool_results(log, "score", "score_log")
     assert len(results) == 2
@@ -45,7 +45,7 @@ def test_score_results_end_with_the_working_time_used_and_left(toy_environment, 
 
 def test_a_notice_tells_the_agent_when_half_its_budget_is_used(toy_environment, agent_script):
     # a 9-second budget: a 5-second command crosses 50% (and, on a slow machine, perhaps 90%)
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.0025)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.0025)
     [log] = eval(task, model=agent_script([tool_call("bash", command="sleep 5")]), display="none", log_dir=None)
     [sample] = log.samples
     notices = [m.text for m in sample.messages if m.role == "user" and m.text.startswith("Time notice:")]
@@ -64,7 +64,7 @@ def test_preparation_and_the_start_scoring_say_what_they_do_in_the_transcript(to
     (folder / "sandbox" / "prepare.py").write_text("print('prepared')\n")
     environment = toy_environment.model_copy(update={"location": folder})
     [log] = eval(
-        build_task(environment, scale="smoke", sandbox="local", time_budget_hours=0.1),
+        build_task(environment.at("smoke"), sandbox="local", time_budget_hours=0.1),
         model="none",
         display="none",
         log_dir=None,

@@ -15,7 +15,7 @@ def test_score_workspace_runs_the_same_program_and_normalises(toy_environment, t
     monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "answer.txt").write_text("5")
-    result = score_workspace(toy_environment, tmp_path / "ws", "smoke")
+    result = score_workspace(toy_environment.at("smoke"), tmp_path / "ws")
     assert result["valid"] and result["raw"] == 5.0
     assert math.isclose(result["transformed"], math.log(5)) and math.isclose(result["normalised"], 1.0)
     assert result["anchors"]["provenance"] == "toy"
@@ -24,7 +24,7 @@ def test_score_workspace_runs_the_same_program_and_normalises(toy_environment, t
 def test_score_workspace_reports_invalid_submissions_without_failing(toy_environment, tmp_path, monkeypatch):
     monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "ws").mkdir()
-    result = score_workspace(toy_environment, tmp_path / "ws", "smoke")
+    result = score_workspace(toy_environment.at("smoke"), tmp_path / "ws")
     assert result["valid"] is False and result["normalised"] is None and "missing" in result["message"]
 
 
@@ -33,7 +33,7 @@ def test_score_workspace_raises_when_the_scoring_program_breaks(toy_environment,
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "answer.txt").write_text("crash")
     with pytest.raises(RuntimeError, match="scoring program failed"):
-        score_workspace(toy_environment, tmp_path / "ws", "smoke")
+        score_workspace(toy_environment.at("smoke"), tmp_path / "ws")
 
 
 def test_score_command_prints_json_and_exits_zero_for_invalid(tmp_path, monkeypatch, capsys):

@@ -18,7 +18,11 @@ def two_toys(toy_environment, monkeypatch):
     toy_off = toy.model_copy(update={"name": "toy_off", "anchors": {"smoke": off_anchors, "full": off_anchors}})
     for environment in (toy, toy_off):
         monkeypatch.setitem(ENVIRONMENTS, environment.name, environment)
-        monkeypatch.setitem(TASKS, environment.name, lambda spec=environment, **kwargs: build_task(spec, **kwargs))
+        monkeypatch.setitem(
+            TASKS,
+            environment.name,
+            lambda spec=environment, scale="full", **kwargs: build_task(spec.at(scale), **kwargs),
+        )
     monkeypatch.setattr(cli.arguments, "environment_names", lambda: sorted(ENVIRONMENTS))
 
 

@@ -11,7 +11,7 @@ from tests.conftest import tool_call
 
 
 def run(environment, model, **task_args) -> EvalLog:
-    task = build_task(environment, scale="smoke", sandbox="local", time_budget_hours=0.1, **task_args)
+    task = build_task(environment.at("smoke"), sandbox="local", time_budget_hours=0.1, **task_args)
     [log] = eval(task, model=model, display="none", log_dir=None)
     return log
 
@@ -130,7 +130,7 @@ def test_services_run_beside_the_agent_and_each_scoring_run(toy_environment, age
             yield {"TOY_SERVICE_URL": "http://localhost:1"}
             events.append(f"close {purpose}")
 
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1, services=[recording_service])
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1, services=[recording_service])
     [log] = eval(task, model=agent_script([tool_call("score")]), display="none", log_dir=None)
     assert log.status == "success", log.error
     # agent run (1) + start, agent and final scoring runs (3), each opened and closed

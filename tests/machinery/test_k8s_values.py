@@ -9,10 +9,9 @@ import pytest
 import yaml
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment import SCALES
+from rebench_inspect.environment import CONTAINER_LIMITS, SCALES
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
-    CONTAINER_LIMITS,
     K8S_NODE_SELECTOR_VARIABLE,
     K8S_RUNTIME_CLASS_VARIABLE,
     KEEP_ALIVE,
@@ -48,7 +47,7 @@ def chart_values(values: dict) -> dict:
 def test_the_chart_rejects_what_it_should():
     """The check can fail: the old top-level isolation key is refused by the chart's schema."""
     schema = json.loads((CHART / "values.schema.json").read_text())
-    broken = {**k8s_values(ENVIRONMENTS["optimize_kernel"], "full"), "networkIsolated": True}
+    broken = {**k8s_values(ENVIRONMENTS["optimize_kernel"].at("full")), "networkIsolated": True}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(chart_values(broken), schema)
 
@@ -56,7 +55,7 @@ def test_the_chart_rejects_what_it_should():
 @pytest.mark.parametrize(("name", "scale"), CASES)
 def test_values_validate_against_the_chart_schema(name, scale):
     schema = json.loads((CHART / "values.schema.json").read_text())
-    path = Path(sandbox_spec(ENVIRONMENTS[name], "k8s", scale).config)  # type: ignore[arg-type]
+    path = Path(sandbox_spec(ENVIRONMENTS[name].at(scale), "k8s").config)  # type: ignore[arg-type]
     jsonschema.validate(chart_values(yaml.safe_load(path.read_text())), schema)
 
 
@@ -65,10 +64,10 @@ def test_templates_read_what_we_intend(name, scale, monkeypatch):
     monkeypatch.delenv(K8S_RUNTIME_CLASS_VARIABLE, raising=False)
     monkeypatch.delenv(K8S_NODE_SELECTOR_VARIABLE, raising=False)
     environment = ENVIRONMENTS[name]
-    generated = k8s_values(environment, scale)["services"]
+    generated = k8s_values(environment.at(scale))["services"]
     assert set(generated) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
     assert all(other == generated["default"] for other in generated.values())  # scoring apart: a pod like the agent's
-    service = chart_values(k8s_values(environment, scale))["services"]["default"]
+    service = chart_values(k8s_values(environment.at(scale)))["services"]["default"]
     assert service["image"] == image_tag(name, scale)
     assert service["command"] == KEEP_ALIVE
     assert service["workingDir"] == AGENT_WORKSPACE
@@ -102,9 +101,9 @@ def test_runtime_class_and_node_selector_are_set_per_run_without_editing_files(m
     monkeypatch.setenv(K8S_RUNTIME_CLASS_VARIABLE, "CLUSTER_DEFAULT")
     monkeypatch.setenv(K8S_NODE_SELECTOR_VARIABLE, '{"gpu.example.com/model": "h100"}')
     environment = ENVIRONMENTS["optimize_kernel"]
-    path = k8s_values_file(environment, "full")
+    path = k8s_values_file(environment.at("full"))
     service = yaml.safe_load(path.read_text())["services"]["default"]
     assert service["runtimeClassName"] == "CLUSTER_DEFAULT"
     assert service["nodeSelector"] == {"gpu.example.com/model": "h100"}
     monkeypatch.delenv(K8S_RUNTIME_CLASS_VARIABLE)
-    assert k8s_values_file(environment, "full") != path  # another run's values never overwrite this one's
+    assert k8s_values_file(environment.at("full")) != path  # another run's values never overwrite this one's

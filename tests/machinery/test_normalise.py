@@ -45,8 +45,7 @@ def test_worse_than_start_is_clipped_to_zero_and_undefined_losses_are_nan():
 def _entries(environment, raws):
     return [
         score_entry(
-            environment,
-            "smoke",
+            environment.at("smoke"),
             index=i,
             label="agent",
             wall_time_s=i,
@@ -73,7 +72,7 @@ def test_a_loss_below_the_irreducible_loss_is_an_invalid_entry(toy_environment):
 
 def test_no_valid_entry_scores_normalised_zero_never_a_raw_zero(toy_environment):
     # The original kernel scorer turned "all invalid" into raw 0 = ln(1 ms), better than the start.
-    score = final_score(_entries(toy_environment, [None, None]), toy_environment, "smoke")
+    score = final_score(_entries(toy_environment, [None, None]), toy_environment.at("smoke"))
     assert score.value["normalised"] == 0.0
     assert math.isnan(score.value["transformed"])
     assert score.metadata["raw"] is None and score.metadata["valid"] is False

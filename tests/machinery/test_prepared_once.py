@@ -53,7 +53,7 @@ def counting_toy(toy_environment, tmp_path, monkeypatch):
 def keep_or_install_reference(environment) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if state.metadata["solution"] == "reference":
-            await install_reference_solution(environment, "smoke")
+            await install_reference_solution(environment.at("smoke"))
         return state
 
     return solve
@@ -63,7 +63,7 @@ def test_two_samples_on_a_cold_cache_prepare_once(counting_toy, tmp_path):
     environment, builds = counting_toy
     task = sandbox_check_task(
         environment,
-        build_task(environment, scale="smoke", sandbox="local", agent_user=None),
+        build_task(environment.at("smoke"), sandbox="local", agent_user=None),
         keep_or_install_reference(environment),
     )
     [log] = eval(task, model="none", display="none", log_dir=str(tmp_path / "logs"), max_samples=2)
@@ -82,7 +82,7 @@ def test_prepare_warms_the_cache_once_sweeps_killed_builds_and_lists_entries_wit
 
     environment, builds = counting_toy
     monkeypatch.setitem(ENVIRONMENTS, "toy", environment)
-    monkeypatch.setitem(TASKS, "toy", lambda **kwargs: build_task(environment, **kwargs))
+    monkeypatch.setitem(TASKS, "toy", lambda scale="full", **kwargs: build_task(environment.at(scale), **kwargs))
     monkeypatch.setattr(cli.arguments, "environment_names", lambda: sorted(ENVIRONMENTS))
     killed = tmp_path / "cache" / "toy" / ".smoke-0123456789abcdef.build-killed"
     (killed / "protected").mkdir(parents=True)
@@ -118,10 +118,10 @@ def test_a_second_score_call_prepares_and_trains_nothing(name, trained, tmp_path
     if missing := local_problems(ENVIRONMENTS[name]):
         pytest.skip("; ".join(missing))
     monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    first = score_workspace(ENVIRONMENTS[name], None, "smoke")
+    first = score_workspace(ENVIRONMENTS[name].at("smoke"), None)
     built = built_entries(tmp_path / "cache")
     assert sorted(entry.rsplit("-", 1)[0] for entry in built) == sorted([f"{name}/smoke", trained.rstrip("-")])
-    second = score_workspace(ENVIRONMENTS[name], None, "smoke")
+    second = score_workspace(ENVIRONMENTS[name].at("smoke"), None)
     assert built_entries(tmp_path / "cache") == built, "the second call built no cache entry again"
     assert first["valid"] and second["valid"]
     if name == "optimize_llm_foundry":
@@ -140,11 +140,11 @@ def test_a_timed_smoke_environment_normalises_against_anchors_measured_at_setup(
     timed = toy_environment.model_copy(update={"anchors": {"smoke": fixed, "full": fixed}, "smoke_anchor_runs": 2})
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "answer.txt").write_text("5")
-    result = score_workspace(timed, tmp_path / "ws", "smoke")
+    result = score_workspace(timed.at("smoke"), tmp_path / "ws")
     assert result["valid"] and result["normalised"] == pytest.approx(1.0)
     assert (result["anchors"]["raw_start"], result["anchors"]["raw_reference"]) == pytest.approx((10.0, 5.0))
     assert result["anchors"]["provenance"].startswith("measured at this sample's setup on the machine it ran on")
     assert "2 scoring runs each, start 10, 10, reference 5, 5" in result["anchors"]["provenance"]
     # without measuring (and at full scale, which never measures) the fixed anchors hold
-    unmeasured = score_workspace(timed, tmp_path / "ws", "smoke", measure_anchors=False)
+    unmeasured = score_workspace(timed.at("smoke"), tmp_path / "ws", measure_anchors=False)
     assert unmeasured["anchors"]["provenance"] == "fixed" and unmeasured["normalised"] == pytest.approx(4.32, abs=0.01)

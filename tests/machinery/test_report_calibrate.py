@@ -5,8 +5,9 @@ import math
 
 import pytest
 
-from rebench_inspect.calibrate import anchors_document, load_anchors, parse_probe, raw_from_y
+from rebench_inspect.calibrate import anchors_document, parse_probe
 from rebench_inspect.environment import Transform
+from rebench_inspect.normalise import raw_from_y
 
 
 @pytest.mark.parametrize("kind", list(Transform))
@@ -19,7 +20,7 @@ def test_raw_from_y_inverts_the_transform(kind):
 
 def test_timing_anchors_are_the_measured_means_in_y_and_the_file_round_trips(toy_environment, tmp_path):
     # the toy environment is a timing one (ln seconds): its anchors are replaced
-    document = anchors_document(toy_environment, "smoke", [8.0, 12.5, 10.0], [4.0, 6.25], [{"gpu": ["H200"]}])
+    document = anchors_document(toy_environment.at("smoke"), [8.0, 12.5, 10.0], [4.0, 6.25], [{"gpu": ["H200"]}])
     assert math.isclose(document["anchors"]["start"], 10.0)  # geometric mean of 8, 12.5, 10
     assert math.isclose(document["anchors"]["reference"], 5.0)
     assert document["measured"]["start"]["runs"] == 3 and document["measured"]["start"]["y_std"] > 0
@@ -28,21 +29,21 @@ def test_timing_anchors_are_the_measured_means_in_y_and_the_file_round_trips(toy
     assert math.isclose(document["normalised_on_built_in_anchors"]["reference"], 1.0)
     path = tmp_path / "anchors.json"
     path.write_text(json.dumps(document))
-    anchors = load_anchors(path, toy_environment, "smoke")
+    anchors = toy_environment.at("smoke", path).anchors
     assert math.isclose(anchors.start, 10.0) and math.isclose(anchors.reference, 5.0)
     assert anchors.provenance.startswith(f"calibration file {path}") and "H200" in anchors.provenance
     with pytest.raises(ValueError, match="not toy at full scale"):
-        load_anchors(path, toy_environment, "full")
+        toy_environment.at("full", path)
 
 
 def test_non_timing_environments_keep_the_built_in_anchors(toy_environment, tmp_path):
     win_rate = toy_environment.model_copy(update={"transform": Transform.IDENTITY, "lower_is_better": False})
-    document = anchors_document(win_rate, "smoke", [9.0, 11.0], [5.0, 5.0], [])
+    document = anchors_document(win_rate.at("smoke"), [9.0, 11.0], [5.0, 5.0], [])
     assert document["replaces_built_in_anchors"] is False
     assert document["anchors"] == {"start": 10.0, "reference": 5.0}
     path = tmp_path / "check.json"
     path.write_text(json.dumps(document))
-    assert load_anchors(path, win_rate, "smoke") == win_rate.anchors["smoke"]
+    assert win_rate.at("smoke", path).anchors == win_rate.anchors["smoke"]
 
 
 def test_probe_output_is_parsed():
@@ -61,10 +62,10 @@ def test_a_task_with_an_anchors_file_scores_on_them_and_the_report_keeps_them_ap
 
     path = tmp_path / "anchors.json"
     # measured here: start 20 s, reference 5 s (the toy's own anchors are 10 s and 5 s)
-    path.write_text(json.dumps(anchors_document(toy_environment, "smoke", [20.0], [5.0], [])))
+    path.write_text(json.dumps(anchors_document(toy_environment.at("smoke"), [20.0], [5.0], [])))
     logs = tmp_path / "logs"
     for anchors in (None, str(path)):
-        task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1, anchors=anchors)
+        task = build_task(toy_environment.at("smoke", anchors), sandbox="local", time_budget_hours=0.1)
         [log] = eval(task, model=agent_script([tool_call("bash", command="echo 10 > answer.txt")]), display="none",
                      log_dir=str(logs))  # fmt: skip
         assert log.status == "success", log.error
@@ -85,7 +86,7 @@ def test_every_environment_task_takes_an_anchors_file(toy_environment, tmp_path)
     from rebench.environments import TASKS
 
     path = tmp_path / "toy-anchors.json"
-    path.write_text(json.dumps(anchors_document(toy_environment, "smoke", [20.0], [5.0], [])))
+    path.write_text(json.dumps(anchors_document(toy_environment.at("smoke"), [20.0], [5.0], [])))
     for name, make_task in TASKS.items():
         # a file made for another environment is refused: the parameter reaches the anchors loader
         with pytest.raises(ValueError, match=f"not {name} at smoke scale"):

@@ -18,7 +18,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def test_report_of_agent_and_human_runs(toy_environment, agent_script, tmp_path):
     logs = tmp_path / "logs"
     # two epochs of a scripted agent: reaches the reference (normalised 1) in epoch 1, does nothing useful in epoch 2
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1, epochs=2)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1, epochs=2)
     # one sample at a time, so epoch 1 takes the first calls and submits, and epoch 2 submits at once
     model = agent_script(
         [tool_call("bash", command="echo 5 > answer.txt"), tool_call("score"), tool_call("submit", answer="done")]
@@ -62,7 +62,7 @@ def test_report_of_agent_and_human_runs(toy_environment, agent_script, tmp_path)
 
 
 def test_a_run_cut_short_by_an_error_is_left_out_with_a_warning(toy_environment, agent_script, tmp_path):
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1)
     model = agent_script([tool_call("bash", command="echo crash > answer.txt"), tool_call("score")])
     [log] = eval(task, model=model, display="none", log_dir=str(tmp_path / "logs"))
     assert log.status == "error"
@@ -73,7 +73,7 @@ def test_a_run_cut_short_by_an_error_is_left_out_with_a_warning(toy_environment,
 
 def test_a_final_scoring_that_fails_on_the_agents_files_is_invalid_and_counted(toy_environment, agent_script, tmp_path):
     """Issue 21: crashing the scorer with its files gives the agent an invalid final score, not an errored run."""
-    task = build_task(toy_environment, scale="smoke", sandbox="local", time_budget_hours=0.1)
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1)
     model = agent_script([tool_call("bash", command="echo overflow > answer.txt")])
     [log] = eval(task, model=model, display="none", log_dir=str(tmp_path / "logs"))
     assert log.status == "success"

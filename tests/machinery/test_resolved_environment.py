@@ -3,7 +3,8 @@ provenance, built-in and calibrated), the scoring and preparation commands, the 
 the generated compose and k8s values, the task's instructions and limits. The expected values were computed by the
 code before the scale was resolved once per run (`EnvironmentSpec.at`), so that change provably changed none of them.
 
-Regenerate (only for an intended change, and say why in the commit): `python -m tests.machinery.test_resolved_environment`.
+Regenerate only for an intended change, saying why in the commit:
+`python -m tests.machinery.test_resolved_environment`.
 """
 
 import hashlib
@@ -13,13 +14,11 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.calibrate import load_anchors
 from rebench_inspect.environment import SCALES
 from rebench_inspect.normalise import score_entry
 from rebench_inspect.sandbox import compose_config, k8s_values, processes_per_user
 from rebench_inspect.scoring import anchors_metadata, final_score
 from rebench_inspect.staging import prepare_command, scoring_command, staged_tree, workspace_files
-from rebench_inspect.task import build_task
 
 EXPECTED = Path(__file__).with_name("resolved_environments.json")
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -48,18 +47,16 @@ def _calibration_document(name: str, scale: str) -> dict:
 
 def observed(name: str, scale: str, folder: Path) -> dict:
     """Everything pinned for one environment at one scale (paths inside `folder` written as `<tmp>`)."""
-    environment = ENVIRONMENTS[name]
+    spec = ENVIRONMENTS[name]
+    environment = spec.at(scale)
     calibration = folder / CALIBRATION_FILE
     calibration.write_text(json.dumps(_calibration_document(name, scale)))
+    calibrated = spec.at(scale, str(calibration))
     calibrated_task = TASKS[name](scale=scale, sandbox="local", anchors=str(calibration))
-    calibrated = environment.model_copy(
-        update={"anchors": {**environment.anchors, scale: load_anchors(calibration, environment, scale)}}
-    )
     task = TASKS[name](scale=scale, sandbox="local")
     entries = [
         score_entry(
             environment,
-            scale,
             index=index,
             label=label,
             wall_time_s=float(index),
@@ -69,28 +66,28 @@ def observed(name: str, scale: str, folder: Path) -> dict:
             message="",
         )
         for index, (label, raw) in enumerate(
-            [("start", environment.anchors[scale].start), ("final", environment.anchors[scale].reference)]
+            [("start", spec.anchors[scale].start), ("final", spec.anchors[scale].reference)]
         )
     ]
-    final = final_score(entries, environment, scale).metadata or {}
+    final = final_score(entries, environment).metadata or {}
     paths = {"python": "python3", "code_dir": "/p/code", "workspace": "/ws", "protected": "/p"}
-    scoring = scoring_command(environment, scale, **paths, result="/p/r.json", run_as="agent", scratch="/s")
-    prepare = prepare_command(environment, scale, **paths, setup=True)
+    scoring = scoring_command(environment, **paths, result="/p/r.json", run_as="agent", scratch="/s")
+    prepare = prepare_command(environment, **paths, setup=True)
     text = json.dumps(
         {
-            "anchors": anchors_metadata(environment, scale),
-            "calibrated_anchors": anchors_metadata(calibrated, scale),
+            "anchors": anchors_metadata(environment),
+            "calibrated_anchors": anchors_metadata(calibrated),
             "final_score": {key: value for key, value in final.items() if key != "score_log"},
             "entries": [entry.model_dump() for entry in entries],
             "scoring_command": scoring,
             "prepare_command": prepare,
-            "staged_tree": {relative: _relative(source) for relative, source in staged_tree(environment).items()},
+            "staged_tree": {relative: _relative(source) for relative, source in staged_tree(spec).items()},
             "workspace_files": {
-                relative: _relative(source) for relative, source in workspace_files(environment, scale).items()
+                relative: _relative(source) for relative, source in workspace_files(environment).items()
             },
-            "compose": compose_config(environment, scale).model_dump(mode="json", exclude_none=True),
-            "k8s_values": k8s_values(environment, scale),
-            "processes_per_user": processes_per_user(environment, scale),
+            "compose": compose_config(environment).model_dump(mode="json", exclude_none=True),
+            "k8s_values": k8s_values(environment),
+            "processes_per_user": processes_per_user(environment),
             "instructions_sha256": hashlib.sha256(str(task.dataset[0].input).encode()).hexdigest(),
             "task_metadata": task.metadata,
             "time_limit": task.time_limit,

@@ -267,8 +267,14 @@ def test_prepare_main_parses_the_hosts_command_line(tmp_path, toy_environment):
     from rebench_inspect.staging import prepare_command
 
     prep, build = preparation(tmp_path)
-    command, cwd = prepare_command(toy_environment, "full", python="python", code_dir="/x", workspace=tmp_path / "ws",
-                                   protected=tmp_path / "p", setup=True)
+    command, cwd = prepare_command(
+        toy_environment.at("full"),
+        python="python",
+        code_dir="/x",
+        workspace=tmp_path / "ws",
+        protected=tmp_path / "p",
+        setup=True,
+    )
     assert command[:3] == ["python", "-m", "rebench.toy.sandbox.prepare"] and cwd == "/x"
     with pytest.raises(SystemExit):
         prep.main(command[3:])
@@ -280,8 +286,16 @@ def test_scoring_command_carries_the_ignore_list_and_the_time_limit(toy_environm
     from rebench_inspect.staging import scoring_command
 
     environment = toy_environment.model_copy(update={"workspace_ignore": ("*.log", "cache")})
-    command, cwd = scoring_command(environment, "smoke", python="py", code_dir="/s", workspace="/w", protected="/p",
-                                   result="/r", run_as="agent", scratch="/x")
+    command, cwd = scoring_command(
+        environment.at("smoke"),
+        python="py",
+        code_dir="/s",
+        workspace="/w",
+        protected="/p",
+        result="/r",
+        run_as="agent",
+        scratch="/x",
+    )
     assert command[:3] == ["py", "-m", "rebench.toy.sandbox.score"] and cwd == "/s"
     assert " ".join(command[3:]) == (
         "--workspace /w --protected /p --scale smoke --result /r --time-limit 30 --ignore *.log --ignore cache "

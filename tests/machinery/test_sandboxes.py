@@ -9,13 +9,10 @@ import pytest
 from inspect_ai.util import ComposeConfig
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment import SCALES
+from rebench_inspect.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPUS, SMOKE_MEMORY_GB
 from rebench_inspect.sandbox import (
     AGENT_WORKSPACE,
-    CONTAINER_LIMITS,
     SCORING_SERVICE,
-    SMOKE_CPUS,
-    SMOKE_MEMORY_GB,
     TEMP_DIRS,
     compose_service,
     docker_problems,
@@ -59,9 +56,9 @@ def test_an_environment_folder_holds_only_its_image_definition(name):
 @pytest.mark.parametrize(("name", "scale"), CASES)
 def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
     environment = ENVIRONMENTS[name]
-    config = sandbox_spec(environment, "docker", scale).config
+    config = sandbox_spec(environment.at(scale), "docker").config
     assert isinstance(config, ComposeConfig)
-    raw = compose_service(environment, scale)
+    raw = compose_service(environment.at(scale))
     assert raw["network_mode"] == "none"  # a custom compose replaces Inspect's default isolation
     assert not {"privileged", "cap_add", "volumes", "user", "build", "ports"} & set(raw)  # root stays default user
     assert raw["init"] is True and raw["working_dir"] == AGENT_WORKSPACE
@@ -83,14 +80,14 @@ def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
 @pytest.mark.parametrize(("name", "scale"), CASES)
 def test_generated_compose_caps_processes_and_temporary_space(name, scale):
     environment = ENVIRONMENTS[name]
-    raw = compose_service(environment, scale)
-    config = sandbox_spec(environment, "docker", scale).config
+    raw = compose_service(environment.at(scale))
+    config = sandbox_spec(environment.at(scale), "docker").config
     assert isinstance(config, ComposeConfig) and config.services["default"].pids_limit == raw["pids_limit"]
     limits = CONTAINER_LIMITS[scale]
     assert raw["pids_limit"] == limits.pids and 256 <= limits.pids <= 32768
     # every non-root user who can run the agent's code (its own, its extra users, scoring's runner), each at its
     # RLIMIT_NPROC, still leaves root its reserved slots: the harness's stop and scoring always start
-    per_user = processes_per_user(environment, scale)
+    per_user = processes_per_user(environment.at(scale))
     assert raw["ulimits"] == {"nproc": per_user}
     assert (2 + len(environment.agent_extra_users)) * per_user <= limits.pids - limits.root_pids
     assert limits.root_pids >= 64 and per_user >= 128
@@ -108,13 +105,13 @@ def test_only_an_environment_whose_agent_uses_sudo_may_gain_privileges():
     assert needs_setuid == ["scaling_law"]  # its agent starts the trainer through sudo
     for name, environment in ENVIRONMENTS.items():
         for scale in SCALES:
-            options = compose_service(environment, scale).get("security_opt", [])
+            options = compose_service(environment.at(scale)).get("security_opt", [])
             assert options == ([] if environment.agent_runs_setuid else ["no-new-privileges:true"]), name
 
 
 def test_preflight_says_plainly_that_no_engine_is_reachable(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    [problem] = docker_problems(ENVIRONMENTS["optimize_kernel"], "smoke")
+    [problem] = docker_problems(ENVIRONMENTS["optimize_kernel"].at("smoke"))
     assert "no Docker engine is reachable" in problem and "sandboxes/engine.sh" in problem
 
 

@@ -65,7 +65,7 @@ def test_staged_entry_modules_import_from_the_staged_tree_alone(name, tmp_path):
 def test_agent_copies_exist_at_both_scales(name):
     environment = ENVIRONMENTS[name]
     for scale in SCALES:
-        for relative, source in workspace_files(environment, scale).items():
+        for relative, source in workspace_files(environment.at(scale)).items():
             assert source.is_file(), f"{name} ({scale}): {relative} ← {source} is missing"
 
 
@@ -74,4 +74,4 @@ def test_an_agent_copy_from_outside_sandbox_or_agent_is_refused(toy_environment)
     with pytest.raises(ValidationError, match="sandbox/ or agent/"):
         EnvironmentSpec.model_validate({**fields, "agent_copies": {"answer.txt": "reference/answer.txt"}})
     accepted = EnvironmentSpec.model_validate({**fields, "agent_copies": {"copy.py": "sandbox/score.py"}})
-    assert workspace_files(accepted)["copy.py"] == toy_environment.sandbox_dir / "score.py"
+    assert workspace_files(accepted.at("full"))["copy.py"] == toy_environment.sandbox_dir / "score.py"

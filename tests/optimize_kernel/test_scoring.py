@@ -554,8 +554,7 @@ def test_infrastructure_failure_exits_nonzero(tmp_path):
     code = stage_scoring_program(protected)
     (code / "rebench" / "optimize_kernel" / "sandbox" / "kernel_common.py").unlink()
     command, cwd = scoring_command(
-        ENVIRONMENT,
-        "smoke",
+        ENVIRONMENT.at("smoke"),
         python=sys.executable,
         code_dir=code,
         workspace=workspace,

@@ -163,7 +163,7 @@ def smoke(tmp_path_factory):
     if missing:  # the LLM Foundry stack: the message says how to install it
         pytest.skip("; ".join(missing))
     root = tmp_path_factory.mktemp("foundry")
-    workspace, protected = copy_workspace(ENVIRONMENT, root / "workspace", "smoke"), root / "protected"
+    workspace, protected = copy_workspace(ENVIRONMENT.at("smoke"), root / "workspace"), root / "protected"
     completed = shared.run_preparation(ENVIRONMENT, workspace, protected)
     assert completed.returncode == 0, completed.stderr[-3000:]
 

@@ -36,7 +36,7 @@ def smoke_assets(tmp_path_factory) -> dict:
     from rebench.restricted_mlm.sandbox import prepare
 
     root = tmp_path_factory.mktemp("mlm-assets")
-    copy_workspace(ENVIRONMENT, root / "workspace")
+    copy_workspace(ENVIRONMENT.at("full"), root / "workspace")
     prepare.PREPARATION.prepare("smoke", root / "workspace", root / "protected", setup=True)
     return {"workspace": root / "workspace", "protected": root / "protected", "prepare": prepare}
 

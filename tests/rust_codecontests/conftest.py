@@ -41,7 +41,7 @@ def prepare_smoke(workspace: Path, protected: Path) -> None:
 def make_env(root: Path, solution: Path | str | None) -> tuple[Path, Path]:
     """A workspace (starting files + the given solution.py) and a protected dir with the smoke data."""
     workspace, protected = root / "workspace", root / "protected"
-    copy_workspace(ENVIRONMENT, workspace)
+    copy_workspace(ENVIRONMENT.at("full"), workspace)
     protected.mkdir()
     prepare_smoke(workspace, protected)
     if solution is not None:

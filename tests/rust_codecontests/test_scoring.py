@@ -261,6 +261,6 @@ def test_workspace_evaluator_is_a_copy_of_the_scorers():
     from rebench.rust_codecontests.task import ENVIRONMENT
     from rebench_inspect.staging import workspace_files
 
-    files = workspace_files(ENVIRONMENT)
+    files = workspace_files(ENVIRONMENT.at("full"))
     for name in ("rust_evaluator.py", "generate_runner.py"):
         assert files[f"rust_eval/{name}"].read_bytes() == (TASK / "sandbox" / name).read_bytes()
