@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from rebench.fix_embedding.task import ENVIRONMENT
-from rebench_inspect.staging import prepare_command, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import prepare_command, scoring_command, stage_tree
 
 TASK = ENVIRONMENT.folder
 

@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 
 from rebench.optimize_kernel.task import ENVIRONMENT
-from rebench_inspect.staging import scoring_command, stage_tree
+from rebench_inspect.runtime.staging import scoring_command, stage_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "tasks" / "optimize_kernel"
 
 
 def stage(protected: Path) -> Path:
-    """The scoring program staged as the host stages it (rebench_inspect.staging); returns the staged tree."""
+    """The scoring program staged as the host stages it (rebench_inspect.runtime.staging); returns the staged tree."""
     return stage_tree(ENVIRONMENT, protected / "code")
 
 

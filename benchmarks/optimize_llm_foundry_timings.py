@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace, prepare_command, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import copy_workspace, prepare_command, scoring_command, stage_tree
 
 
 def timed(command: list[str], **kwargs) -> float:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from rebench.restricted_mlm.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import copy_workspace, scoring_command, stage_tree
 
 
 def run(cmd: list[str], **kwargs) -> float:

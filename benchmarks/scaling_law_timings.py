@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rebench.scaling_law.task import ENVIRONMENT
-from rebench_inspect.staging import prepare_command, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import prepare_command, scoring_command, stage_tree
 
 
 def timed(cmd: list[str], **kwargs) -> tuple[float, subprocess.CompletedProcess]:

@@ -9,9 +9,9 @@ says what each catches and cannot.
 
 from inspect_scout import Scanner, Transcript, scanner
 
+from rebench_inspect import in_rebench_namespace
 from rebench_inspect.audit.registration import find_distribution_under_package_name
 from rebench_inspect.audit.scout import CONTENT_EVENTS, MONITOR_MAX_TOKENS, monitor_scan, rules_scan
-from rebench_inspect.environment_task import in_rebench_namespace
 
 find_distribution_under_package_name()
 

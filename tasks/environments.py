@@ -10,7 +10,7 @@ from types import ModuleType
 
 from inspect_ai import Task
 
-from rebench_inspect.environment import EnvironmentSpec
+from rebench_inspect import EnvironmentSpec
 
 from . import environment_names
 

@@ -3,9 +3,13 @@
 from inspect_ai import Task, task
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from rebench_inspect.choices import not_one_of
-from rebench_inspect.environment_task import TaskParameterError, in_rebench_namespace
-from rebench_inspect.reference import install_reference_solution, sandbox_check_task
+from rebench_inspect import (
+    TaskParameterError,
+    in_rebench_namespace,
+    install_reference_solution,
+    not_one_of,
+    sandbox_check_task,
+)
 
 from .environments import TASKS, environment_named
 

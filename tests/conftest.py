@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
+from rebench_inspect.spec.environment import Anchors, EnvironmentSpec, Resources, Transform
 
 # The tiers' time budgets (rebench_inspect/testing/plugin.py); pytester for the test of that plugin.
 pytest_plugins = ["rebench_inspect.testing.plugin", "pytester"]

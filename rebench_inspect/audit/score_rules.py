@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from inspect_ai.event import Event, ScoreEvent, ToolEvent
 from pydantic import ValidationError
 
-from ..normalise import ScoreEntry
+from ..spec.normalise import ScoreEntry
 from .findings import Finding, FindingReference, excerpt
 from .transcript_rules import EnvironmentAudit
 

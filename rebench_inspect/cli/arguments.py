@@ -6,7 +6,7 @@ from typing import Any, NoReturn
 
 from rebench import environment_names
 
-from ..choices import not_one_of
+from ..spec.choices import not_one_of
 
 USAGE_ERROR = 2  # argparse's exit status for bad input
 

@@ -4,7 +4,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..scales import SCALES
+from ..spec.scales import SCALES
 from .arguments import add_environment, positive_int
 
 
@@ -24,7 +24,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS
 
-    from ..calibrate import run_calibration
+    from ..tools.calibrate import run_calibration
 
     document = run_calibration(args.environment, args.runs, args.sandbox, args.scale, args.log_dir)
     out = Path(args.out or f"anchors-{args.environment}-{args.scale}.json")

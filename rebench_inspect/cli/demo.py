@@ -11,7 +11,7 @@ from .arguments import add_environment
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
-    from ..environment import EnvironmentSpec
+    from ..spec.environment import EnvironmentSpec
 
 # A cold `rebench demo` on a 2-core machine (README; benchmarks/*_timings.py for the per-environment parts).
 COLD_PREPARATION_MINUTES = 10
@@ -38,8 +38,8 @@ class DemoRow:
 
 def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
     """One row per solution of an environment's sandbox check: the verdict is its `anchors_reproduced` score."""
-    from ..environment import Transform
-    from ..reference import SANDBOX_CHECK_TOLERANCE
+    from ..runtime.reference import SANDBOX_CHECK_TOLERANCE
+    from ..spec.environment import Transform
 
     if not log.samples:
         reason = (log.error.message if log.error else "") or "the eval stopped before any sample ran (see its log)"
@@ -81,10 +81,10 @@ def run(args: argparse.Namespace) -> int:
     from rebench.maintenance import sandbox_check
     from rebench.sandbox_lib.paths import cache_root
 
-    from ..prepared import has_prepared_assets
-    from ..progress import printing_progress
-    from ..reference import SANDBOX_CHECK_TOLERANCE
-    from ..sandbox import local_problems
+    from ..runtime.reference import SANDBOX_CHECK_TOLERANCE
+    from ..runtime.sandbox import local_problems
+    from ..tools.prepared import has_prepared_assets
+    from ..tools.progress import printing_progress
 
     names = args.environments or list(ENVIRONMENTS)
     say = (lambda _: None) if args.quiet else (lambda text: print(text, flush=True))

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from ..scales import SCALES
+from ..spec.scales import SCALES
 from .arguments import Parser, add_environment
 
 
@@ -22,7 +22,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     from rebench.environments import ENVIRONMENTS
 
-    from ..images import build_image
+    from ..tools.images import build_image
 
     for name in args.environments:
         try:

@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..scales import SCALES
+from ..spec.scales import SCALES
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -13,7 +13,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS
 
-    from ..sandbox import local_problems
+    from ..runtime.sandbox import local_problems
 
     missing = {name: local_problems(environment) for name, environment in ENVIRONMENTS.items()}
     print(f"{'name':<22}{'title':<36}{'scales':<13}{'GPUs (full)':<16}status here")

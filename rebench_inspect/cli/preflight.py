@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..scales import SCALES
+from ..spec.scales import SCALES
 from .arguments import add_environment
 
 
@@ -19,7 +19,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS
 
-    from ..sandbox import docker_problems, local_problems
+    from ..runtime.sandbox import docker_problems, local_problems
 
     environment = ENVIRONMENTS[args.environment]
     if args.sandbox == "local":

@@ -16,8 +16,8 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS
 
-    from ..prepared import print_listing, sweep_leftovers, warm
-    from ..sandbox import local_problems
+    from ..runtime.sandbox import local_problems
+    from ..tools.prepared import print_listing, sweep_leftovers, warm
 
     failed = False
     for name in args.environments:

@@ -20,7 +20,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report import make_report
+    from ..tools.report import make_report
 
     out = Path(args.out)
     try:

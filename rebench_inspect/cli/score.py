@@ -3,8 +3,8 @@
 import argparse
 import json
 
-from ..choices import not_one_of
-from ..scales import SCALES
+from ..spec.choices import not_one_of
+from ..spec.scales import SCALES
 from .arguments import CommandLineError, add_environment, existing_directory, role_assignment
 
 
@@ -29,7 +29,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS, TASKS
 
-    from ..workspace_score import score_workspace
+    from ..runtime.workspace_score import score_workspace
 
     environment = ENVIRONMENTS[args.environment]
     environment_task = TASKS[environment.name](scale=args.scale, sandbox="local", agent_user=None)

@@ -1,4 +1,4 @@
-"""The judge as a harness service, built on `rebench_inspect.model_proxy.ModelRoleProxy`.
+"""The judge as a harness service, built on `rebench_inspect.runtime.model_proxy.ModelRoleProxy`.
 
 `JudgeProxy` is the model-role proxy for the `judge` role with a budget counted in judge *calls* (the agent's
 `evaluation.py` gets a fixed number of comparisons, whatever the judge model costs). Each scoring run has its own
@@ -20,7 +20,7 @@ from typing import Any
 
 from inspect_ai.util import sandbox, store
 
-from rebench_inspect.model_proxy import ModelRoleProxy, PriceTable, ledger_key
+from rebench_inspect import ModelRoleProxy, PriceTable, ledger_key
 
 JUDGE_ROLE = "judge"
 JUDGE_ENV_FILE = "judge_api.env"

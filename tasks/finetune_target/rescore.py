@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
-from rebench_inspect.environment import ResolvedEnvironment
-from rebench_inspect.layout import current_layout
-from rebench_inspect.normalise import final_entry, score_entry
-from rebench_inspect.scoring import SandboxService, run_scoring_program, score_log
+from rebench_inspect import (
+    ResolvedEnvironment,
+    SandboxService,
+    current_layout,
+    final_entry,
+    run_scoring_program,
+    score_entry,
+    score_log,
+)
 
 from .judge_service import env_service
 

@@ -1,4 +1,4 @@
-"""Deterministic offline judge for smoke runs: `rebench_smoke/judge` (`rebench_inspect.smoke` serves it).
+"""Deterministic offline judge for smoke runs: `rebench_smoke/judge` (`rebench_inspect.runtime.smoke` serves it).
 
 It reads this environment's judge request (the original task's ranking prompt, `chat_common.judge_messages`:
 the instruction and the two answers as JSON strings after `"prompt":` and `"answer":`), gives each answer a quality
@@ -28,7 +28,7 @@ Never a default at full scale.
 import json
 import re
 
-from rebench_inspect.smoke import register_smoke_model, smoke_custom_outputs
+from rebench_inspect import register_smoke_model, smoke_custom_outputs
 
 COURTESY_WORDS = frozenset({"sure", "glad", "thanks", "certainly", "hope"})
 INSTRUCTION_VERBS = frozenset(

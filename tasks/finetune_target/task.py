@@ -10,9 +10,16 @@ instructions the task's prompts come from), it predates the benchmark, and it lo
 
 from inspect_ai import Task, task, task_with
 
-from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.task import build_task
+from rebench_inspect import (
+    Anchors,
+    CommonParameters,
+    EnvironmentSpec,
+    Resources,
+    Transform,
+    build_task,
+    environment_task,
+    resolve,
+)
 
 from .judge_service import JUDGE_ROLE, JudgeProxy, env_service
 from .rescore import rescore_best as rescore_best_scorer

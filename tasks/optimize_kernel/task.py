@@ -2,9 +2,16 @@
 
 from inspect_ai import Task, task
 
-from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.task import build_task
+from rebench_inspect import (
+    Anchors,
+    CommonParameters,
+    EnvironmentSpec,
+    Resources,
+    Transform,
+    build_task,
+    environment_task,
+    resolve,
+)
 
 ENVIRONMENT = EnvironmentSpec(
     name="optimize_kernel",

@@ -6,9 +6,17 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 
-from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Scale, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.task import build_task
+from rebench_inspect import (
+    Anchors,
+    CommonParameters,
+    EnvironmentSpec,
+    Resources,
+    Scale,
+    Transform,
+    build_task,
+    environment_task,
+    resolve,
+)
 
 HERE = Path(__file__).resolve().parent
 ORIGINAL_SOLUTION = "sandbox/original_solution"

@@ -3,15 +3,17 @@ uses only a handful of allowed operations, enforced on the exported operator gra
 
 from inspect_ai import Task, task
 
-from rebench_inspect.environment import (
+from rebench_inspect import (
     Anchors,
+    CommonParameters,
     EnvironmentSpec,
     Resources,
     Scale,
     Transform,
+    build_task,
+    environment_task,
+    resolve,
 )
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.task import build_task
 
 INSTRUCTION_FIELDS: dict[Scale, dict[str, str]] = {
     "full": {

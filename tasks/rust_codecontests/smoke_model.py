@@ -1,4 +1,4 @@
-"""Deterministic offline model for smoke runs: `rebench_smoke/scaffold` (`rebench_inspect.smoke` serves it).
+"""Deterministic offline model for smoke runs: `rebench_smoke/scaffold` (`rebench_inspect.runtime.smoke` serves it).
 
 It plays the weak scaffold model of this environment on the project's ten smoke problems (it recognises a
 problem by its title in the prompt), without any network:
@@ -16,7 +16,7 @@ Importing this module registers it, as the fallback: any other `rebench_smoke/<n
 environment answers the same.
 """
 
-from rebench_inspect.smoke import register_smoke_model, smoke_custom_outputs
+from rebench_inspect import register_smoke_model, smoke_custom_outputs
 
 CHOICE_PROMPT_MARKER = "Answer with the number"
 

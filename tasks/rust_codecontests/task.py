@@ -1,15 +1,24 @@
 """Scaffolding for Rust Codecontest (METR `ai_rd_rust_codecontests_inference`, README.md).
 
 The agent writes a Python scaffold that makes a weak model (the `scaffold` model role) write Rust. The scaffold
-reaches that model through a budgeted, OpenAI-compatible proxy in the sandbox (`rebench_inspect.model_proxy`).
+reaches that model through a budgeted, OpenAI-compatible proxy in the sandbox (`rebench_inspect.runtime.model_proxy`).
 """
 
 from inspect_ai import Task, task
 
-from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.model_proxy import DEFAULT_BUDGET_USD, ModelRoleProxy, PriceTable
-from rebench_inspect.task import build_task
+from rebench_inspect import (
+    DEFAULT_BUDGET_USD,
+    Anchors,
+    CommonParameters,
+    EnvironmentSpec,
+    ModelRoleProxy,
+    PriceTable,
+    Resources,
+    Transform,
+    build_task,
+    environment_task,
+    resolve,
+)
 
 from .smoke_model import SMOKE_SCAFFOLD_MODEL  # registers the offline `rebench_smoke/scaffold`
 

@@ -1,7 +1,7 @@
 """How a program of the staged tree runs: `python -m <module>` from the folder holding the `rebench` package slice.
 
 The host stages `rebench/__init__.py`, the declared libraries, `rebench/<env>/__init__.py` and `rebench/<env>/sandbox/`
-root-only into `<protected>/code` (rebench_inspect.staging) and runs its entry points with `module_command`; a
+root-only into `<protected>/code` (rebench_inspect.runtime.staging) and runs its entry points with `module_command`; a
 scoring program runs its own helpers the same way. The import path is the working directory, never `PYTHONPATH`:
 the scorer's environment reaches the agent's demoted processes (`run_untrusted`), so a variable would change what
 the agent's code imports. A helper that runs as another user cannot read the root-only tree: `copy_modules` copies

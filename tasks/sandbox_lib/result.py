@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Hard caps on what one result may say (the host caps again: rebench_inspect.scoring.ScoringProgramResult).
+# Hard caps on what one result may say (the host caps again: rebench_inspect.runtime.scoring.ScoringProgramResult).
 MAX_MESSAGE_CHARS = 1000
 MAX_DETAILS_BYTES = 16 * 1024
 MAX_DETAILS_DEPTH = 4

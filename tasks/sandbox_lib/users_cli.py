@@ -1,4 +1,4 @@
-"""The host's command over users.py, run as root from the staged tree (rebench_inspect.scoring):
+"""The host's command over users.py, run as root from the staged tree (rebench_inspect.runtime.scoring):
 
     python3 -m rebench.sandbox_lib.users_cli stop USER [USER ...]
 

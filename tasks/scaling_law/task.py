@@ -3,16 +3,18 @@ max_iters of a fixed 4-layer GPT-2 variant at a FLOP budget, and the loss it rea
 
 from inspect_ai import Task, task
 
-from rebench_inspect.environment import (
+from rebench_inspect import (
     Anchors,
+    CommonParameters,
     EnvironmentSpec,
     FinalRule,
     Resources,
     Scale,
     Transform,
+    build_task,
+    environment_task,
+    resolve,
 )
-from rebench_inspect.environment_task import CommonParameters, environment_task, resolve
-from rebench_inspect.task import build_task
 
 INSTRUCTION_FIELDS: dict[Scale, dict[str, str]] = {
     "full": {

@@ -12,7 +12,7 @@ from inspect_ai.tool import ToolCall
 from rebench.audit import monitor
 from rebench_inspect.audit.offline import audit_logs
 from rebench_inspect.audit.scout import capped_messages, monitor_rubric
-from rebench_inspect.task import build_task
+from rebench_inspect.runtime.task import build_task
 from tests.conftest import tool_call
 
 JUDGE = "mockllm/judge"

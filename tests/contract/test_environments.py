@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.environment import SCALES
+from rebench_inspect.spec.environment import SCALES
 
 NAMES = sorted(ENVIRONMENTS)
 

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment import EnvironmentSpec
-from rebench_inspect.sandbox import image_tag, sandbox_folder
+from rebench_inspect.spec.environment import EnvironmentSpec
+from rebench_inspect.runtime.sandbox import image_tag, sandbox_folder
 
 # Every implemented environment whose sandboxes/<name>/Dockerfile exists: a new one is covered once it has one.
 DOCKER_ENVIRONMENTS = sorted(name for name in ENVIRONMENTS if (sandbox_folder(name) / "Dockerfile").is_file())
@@ -37,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def smoke_image():
     """Skip unless the environment's smoke image exists; returns its tag."""
-    from rebench_inspect.images import image_exists
+    from rebench_inspect.tools.images import image_exists
 
     def require(environment: EnvironmentSpec) -> str:
         tag = image_tag(environment.name, "smoke")

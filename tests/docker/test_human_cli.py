@@ -22,8 +22,8 @@ from inspect_ai.log import EvalLog
 from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.sandbox import compose_service, with_scoring_service
-from rebench_inspect.state import store_key
+from rebench_inspect.runtime.sandbox import compose_service, with_scoring_service
+from rebench_inspect.runtime.state import store_key
 
 from .conftest import DOCKER_ENVIRONMENTS
 

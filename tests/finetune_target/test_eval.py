@@ -9,7 +9,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from rebench.finetune_target.smoke_judge import smoke_judge_custom_outputs
 from rebench.finetune_target.task import ENVIRONMENT, finetune_target
-from rebench_inspect.reference import install_reference_solution
+from rebench_inspect.runtime.reference import install_reference_solution
 from tests.conftest import scripted_agent, tool_call
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (smoke assets, judge proxy, scoring runs).

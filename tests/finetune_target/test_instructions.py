@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rebench.finetune_target.task import ENVIRONMENT
-from rebench_inspect.task import render_instructions
+from rebench_inspect.runtime.task import render_instructions
 
 
 @pytest.mark.parametrize("scale", ["smoke", "full"])

@@ -177,7 +177,7 @@ def test_each_scoring_run_has_its_own_allowance_of_judge_calls():
     """A scoring run may make twice the judge calls its held-out set needs; the next run starts a fresh allowance."""
     from rebench.finetune_target.judge_service import JudgeBudgetExhausted, JudgeProxy
     from rebench.finetune_target.task import HELD_OUT_PROMPTS, SCORING_JUDGE_CALLS_PER_PROMPT
-    from rebench_inspect.model_proxy import _Run
+    from rebench_inspect.runtime.model_proxy import _Run
 
     prepare_text = (TASK / "sandbox" / "prepare.py").read_text()
     for scale, prompts in HELD_OUT_PROMPTS.items():

@@ -10,7 +10,7 @@ import pytest
 
 from rebench.fix_embedding.task import ENVIRONMENT
 from rebench.lm_common.model import GPT
-from rebench_inspect.task import render_instructions
+from rebench_inspect.runtime.task import render_instructions
 
 from .conftest import TASKS
 

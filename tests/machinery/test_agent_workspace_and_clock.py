@@ -2,8 +2,8 @@
 
 from inspect_ai import eval
 
-from rebench_inspect.clock import duration
-from rebench_inspect.task import build_task
+from rebench_inspect.runtime.clock import duration
+from rebench_inspect.runtime.task import build_task
 from tests.conftest import tool_call
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rebench_inspect import cli
-from rebench_inspect.workspace_score import score_workspace
+from rebench_inspect.runtime.workspace_score import score_workspace
 
 
 def test_score_workspace_runs_the_same_program_and_normalises(toy_environment, tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def with_local_check(environment, folder: Path, exit_code: int):
 
 
 def test_local_problems_are_what_the_environments_check_says(toy_environment, tmp_path):
-    from rebench_inspect.sandbox import local_problems
+    from rebench_inspect.runtime.sandbox import local_problems
 
     assert local_problems(toy_environment) == []  # no check: nothing beyond the package is needed
     assert local_problems(with_local_check(toy_environment, tmp_path / "ok", 0)) == []
@@ -120,7 +120,7 @@ def test_preflight_and_demo_say_what_a_local_run_lacks(toy_environment, tmp_path
     "scale, anchors", [("smoke", "the built-in smoke anchors (CPU-measured)"), ("full", "the paper's anchors")]
 )
 def test_calibrate_says_which_anchors_it_compares_with(scale, anchors, tmp_path, monkeypatch, capsys):
-    from rebench_inspect import calibrate
+    from rebench_inspect.tools import calibrate
 
     document = {"measured": {}, "normalised_on_built_in_anchors": {"start": 0.01, "reference": 0.98}}
     monkeypatch.setattr(calibrate, "run_calibration", lambda *args: {**document, "replaces_built_in_anchors": False})
@@ -132,7 +132,7 @@ def test_calibrate_says_which_anchors_it_compares_with(scale, anchors, tmp_path,
 
 def test_calibrate_says_when_the_start_depends_on_the_hosts_cpus(tmp_path, monkeypatch, capsys):
     """Issue 27: optimize_llm_foundry's starting script tokenises with one worker per logical CPU of the host."""
-    from rebench_inspect import calibrate
+    from rebench_inspect.tools import calibrate
 
     document = {
         "measured": {},

@@ -8,7 +8,7 @@ import pytest
 
 from rebench.environments import ENVIRONMENTS
 from rebench_inspect import cli
-from rebench_inspect.sandbox import local_problems
+from rebench_inspect.runtime.sandbox import local_problems
 
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))

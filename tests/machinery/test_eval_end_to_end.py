@@ -5,8 +5,8 @@ import math
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
-from rebench_inspect.state import store_key
-from rebench_inspect.task import build_task
+from rebench_inspect.runtime.state import store_key
+from rebench_inspect.runtime.task import build_task
 from tests.conftest import tool_call
 
 
@@ -118,7 +118,7 @@ def test_services_run_beside_the_agent_and_each_scoring_run(toy_environment, age
 
     import anyio
 
-    from rebench_inspect.task import build_task
+    from rebench_inspect.runtime.task import build_task
 
     events: list[str] = []
 

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment import CONTAINER_LIMITS, SCALES
-from rebench_inspect.sandbox import (
+from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES
+from rebench_inspect.runtime.sandbox import (
     AGENT_WORKSPACE,
     K8S_NODE_SELECTOR_VARIABLE,
     K8S_RUNTIME_CLASS_VARIABLE,

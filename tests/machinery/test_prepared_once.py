@@ -9,8 +9,8 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from rebench_inspect.reference import install_reference_solution, sandbox_check_task
-from rebench_inspect.task import build_task
+from rebench_inspect.runtime.reference import install_reference_solution, sandbox_check_task
+from rebench_inspect.runtime.task import build_task
 from tests.conftest import TOY_FOLDER
 
 # A toy preparation that says each time it builds; it sleeps, so that two samples starting together overlap.
@@ -112,8 +112,8 @@ def built_entries(cache: Path) -> dict[str, int]:
 )
 def test_a_second_score_call_prepares_and_trains_nothing(name, trained, tmp_path, monkeypatch):
     from rebench.environments import ENVIRONMENTS
-    from rebench_inspect.sandbox import local_problems
-    from rebench_inspect.workspace_score import score_workspace
+    from rebench_inspect.runtime.sandbox import local_problems
+    from rebench_inspect.runtime.workspace_score import score_workspace
 
     if missing := local_problems(ENVIRONMENTS[name]):
         pytest.skip("; ".join(missing))
@@ -132,8 +132,8 @@ def test_a_timed_smoke_environment_normalises_against_anchors_measured_at_setup(
                                                                                monkeypatch):
     """The toy's starting answer is 10 s and its reference 5 s; its fixed anchors say 100 → 50, which would put the
     reference at 4.3. Measured at setup, the reference lands at 1 and the provenance lists the runs."""
-    from rebench_inspect.environment import Anchors
-    from rebench_inspect.workspace_score import score_workspace
+    from rebench_inspect.spec.environment import Anchors
+    from rebench_inspect.runtime.workspace_score import score_workspace
 
     monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
     fixed = Anchors(start=100.0, reference=50.0, provenance="fixed")

@@ -9,7 +9,7 @@ import pytest
 from inspect_ai._eval.list import list_tasks
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.environment_task import CommonParameters
+from rebench_inspect.runtime.environment_task import CommonParameters
 
 TASKS_DIR = Path(__file__).resolve().parents[2] / "tasks"
 COMMON = [field.name for field in fields(CommonParameters)]

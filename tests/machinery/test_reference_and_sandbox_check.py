@@ -3,8 +3,8 @@
 from inspect_ai import eval
 from inspect_ai.solver import Generate, TaskState, solver
 
-from rebench_inspect.reference import install_reference_solution, sandbox_check_task
-from rebench_inspect.task import build_task
+from rebench_inspect.runtime.reference import install_reference_solution, sandbox_check_task
+from rebench_inspect.runtime.task import build_task
 
 
 def toy_solver(environment, reference: bool):
@@ -38,7 +38,7 @@ def test_sandbox_check_certifies_start_zero_and_reference_one(toy_environment):
 
 
 def test_sandbox_check_fails_when_anchors_are_off(toy_environment):
-    from rebench_inspect.environment import Anchors
+    from rebench_inspect.spec.environment import Anchors
 
     wrong = toy_environment.model_copy(
         update={"anchors": {"smoke": Anchors(start=10.0, reference=2.0, provenance="wrong"), "full": toy_environment.anchors["full"]}}

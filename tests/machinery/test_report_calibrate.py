@@ -5,14 +5,14 @@ import math
 
 import pytest
 
-from rebench_inspect.calibrate import anchors_document, parse_probe
-from rebench_inspect.environment import Transform
-from rebench_inspect.normalise import raw_from_y
+from rebench_inspect.tools.calibrate import anchors_document, parse_probe
+from rebench_inspect.spec.environment import Transform
+from rebench_inspect.spec.normalise import raw_from_y
 
 
 @pytest.mark.parametrize("kind", list(Transform))
 def test_raw_from_y_inverts_the_transform(kind):
-    from rebench_inspect.normalise import transform
+    from rebench_inspect.spec.normalise import transform
 
     for raw in (1.9, 2.7, 9.0):  # a loss must exceed 1.5
         assert math.isclose(raw_from_y(kind, transform(kind, raw)), raw)
@@ -56,8 +56,8 @@ def test_a_task_with_an_anchors_file_scores_on_them_and_the_report_keeps_them_ap
 ):
     from inspect_ai import eval
 
-    from rebench_inspect.report import make_report
-    from rebench_inspect.task import build_task
+    from rebench_inspect.tools.report import make_report
+    from rebench_inspect.runtime.task import build_task
     from tests.conftest import tool_call
 
     path = tmp_path / "anchors.json"

@@ -4,7 +4,7 @@ Law)."""
 import math
 import random
 
-from rebench_inspect.report import (
+from rebench_inspect.tools.report import (
     Run,
     TimePoint,
     analyse,

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.environment import SCALES
-from rebench_inspect.normalise import score_entry
-from rebench_inspect.sandbox import compose_config, k8s_values, processes_per_user
-from rebench_inspect.scoring import anchors_metadata, final_score
-from rebench_inspect.staging import prepare_command, scoring_command, staged_tree, workspace_files
+from rebench_inspect.spec.environment import SCALES
+from rebench_inspect.spec.normalise import score_entry
+from rebench_inspect.runtime.sandbox import compose_config, k8s_values, processes_per_user
+from rebench_inspect.runtime.scoring import anchors_metadata, final_score
+from rebench_inspect.runtime.staging import prepare_command, scoring_command, staged_tree, workspace_files
 
 EXPECTED = Path(__file__).with_name("resolved_environments.json")
 REPOSITORY = Path(__file__).resolve().parents[2]

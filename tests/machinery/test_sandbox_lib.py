@@ -264,7 +264,7 @@ def test_a_failed_build_leaves_no_entry_and_no_temporary_folder(tmp_path, monkey
 
 
 def test_prepare_main_parses_the_hosts_command_line(tmp_path, toy_environment):
-    from rebench_inspect.staging import prepare_command
+    from rebench_inspect.runtime.staging import prepare_command
 
     prep, build = preparation(tmp_path)
     command, cwd = prepare_command(
@@ -283,7 +283,7 @@ def test_prepare_main_parses_the_hosts_command_line(tmp_path, toy_environment):
 
 
 def test_scoring_command_carries_the_ignore_list_and_the_time_limit(toy_environment):
-    from rebench_inspect.staging import scoring_command
+    from rebench_inspect.runtime.staging import scoring_command
 
     environment = toy_environment.model_copy(update={"workspace_ignore": ("*.log", "cache")})
     command, cwd = scoring_command(

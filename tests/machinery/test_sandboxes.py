@@ -9,8 +9,8 @@ import pytest
 from inspect_ai.util import ComposeConfig
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPUS, SMOKE_MEMORY_GB
-from rebench_inspect.sandbox import (
+from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPUS, SMOKE_MEMORY_GB
+from rebench_inspect.runtime.sandbox import (
     AGENT_WORKSPACE,
     SCORING_SERVICE,
     TEMP_DIRS,

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 
-from rebench_inspect import smoke
+from rebench_inspect.runtime import smoke
 
 
 def generate(model: str, prompt: str, choices: int = 1):

@@ -15,8 +15,8 @@ import pytest
 
 from rebench.sandbox_lib import submission
 from rebench.sandbox_lib.submission import pack, unpack
-from rebench_inspect.scoring import SUBMISSION_MODULE
-from rebench_inspect.staging import sandbox_command
+from rebench_inspect.runtime.scoring import SUBMISSION_MODULE
+from rebench_inspect.runtime.staging import sandbox_command
 
 
 def _workspace(root: Path) -> Path:

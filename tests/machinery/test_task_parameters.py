@@ -12,7 +12,7 @@ import pytest
 from inspect_ai._eval.registry import task_create
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.environment_task import TaskParameterError
+from rebench_inspect.runtime.environment_task import TaskParameterError
 
 BAD_PARAMETERS = {
     "misspelt name": ({"time_budget_hour": 1}, "unknown parameter 'time_budget_hour': did you mean time_budget_hours?"),
@@ -103,7 +103,7 @@ def test_docker_problems_are_logged_only_for_runs_in_docker(argv, warned, monkey
 
 
 def test_the_sandbox_variable_counts_as_the_command_line():
-    from rebench_inspect.sandbox import sandbox_on_the_command_line
+    from rebench_inspect.runtime.sandbox import sandbox_on_the_command_line
 
     assert sandbox_on_the_command_line([], {"INSPECT_EVAL_SANDBOX": "local"}) == "local"
     assert sandbox_on_the_command_line(["--sandbox-cleanup", "false"], {}) is None

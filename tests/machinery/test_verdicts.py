@@ -17,7 +17,7 @@ import pytest
 
 from rebench.sandbox_lib import InfrastructureError, Invalid, Reason, Scored
 from rebench.sandbox_lib.result import MAX_DETAILS_BYTES, MAX_MESSAGE_CHARS, write_result
-from rebench_inspect.scoring import ScoringProgramResult
+from rebench_inspect.runtime.scoring import ScoringProgramResult
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 # Everything staged to run at scoring time: the environments' scorer folders and the shared library.

@@ -9,7 +9,7 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, optimize_llm_foundry
-from rebench_inspect.sandbox import local_problems
+from rebench_inspect.runtime.sandbox import local_problems
 from tests.conftest import tool_call
 
 

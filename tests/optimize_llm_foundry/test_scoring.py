@@ -17,8 +17,8 @@ import torch
 
 from rebench.optimize_llm_foundry.sandbox.safetensors_weights import BadWeights, read_weights, weight_difference
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, INSTRUCTION_FIELDS
-from rebench_inspect.sandbox import local_problems
-from rebench_inspect.staging import copy_workspace
+from rebench_inspect.runtime.sandbox import local_problems
+from rebench_inspect.runtime.staging import copy_workspace
 from tests import scoring_program as shared
 
 SCORING = ENVIRONMENT.sandbox_dir

@@ -14,7 +14,7 @@ import pytest
 
 from rebench.restricted_mlm.task import ENVIRONMENT
 from rebench.sandbox_lib.paths import cache_root
-from rebench_inspect.staging import copy_workspace
+from rebench_inspect.runtime.staging import copy_workspace
 from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ import pytest
 
 from rebench.rust_codecontests.smoke_model import smoke_answers
 from rebench.rust_codecontests.task import ENVIRONMENT
-from rebench_inspect.staging import copy_workspace
+from rebench_inspect.runtime.staging import copy_workspace
 from tests import scoring_program as shared
 
 ROOT = Path(__file__).resolve().parents[2]

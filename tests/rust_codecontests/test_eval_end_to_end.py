@@ -16,7 +16,7 @@ from inspect_ai.util import sandbox, store
 
 from rebench.rust_codecontests.smoke_model import scaffold_custom_outputs
 from rebench.rust_codecontests.task import SCAFFOLD_PRICES, rust_codecontests
-from rebench_inspect.model_proxy import ModelRoleProxy, read_ledger
+from rebench_inspect.runtime.model_proxy import ModelRoleProxy, read_ledger
 from tests.conftest import tool_call
 
 from .conftest import REFERENCE_SOLUTION
@@ -181,7 +181,7 @@ def test_a_squatted_port_is_an_infrastructure_error(monkeypatch):
     # it never falls back to another door or to a door someone else opened.
     import socket
 
-    from rebench_inspect import model_proxy
+    from rebench_inspect.runtime import model_proxy
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
@@ -200,7 +200,7 @@ def test_listener_probe_names_who_holds_the_port():
     import socket
     import subprocess
 
-    from rebench_inspect.model_proxy import _LISTENER_PROBE
+    from rebench_inspect.runtime.model_proxy import _LISTENER_PROBE
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

@@ -259,7 +259,7 @@ def test_run_as_user_cannot_read_held_out_data(tmp_path, fake_openai, file_every
 
 def test_workspace_evaluator_is_a_copy_of_the_scorers():
     from rebench.rust_codecontests.task import ENVIRONMENT
-    from rebench_inspect.staging import workspace_files
+    from rebench_inspect.runtime.staging import workspace_files
 
     files = workspace_files(ENVIRONMENT.at("full"))
     for name in ("rust_evaluator.py", "generate_runner.py"):

@@ -246,7 +246,7 @@ def test_the_image_build_serves_the_hosts_toolchain(tmp_path, monkeypatch):
     import tarfile
 
     from rebench.rust_codecontests.task import ENVIRONMENT
-    from rebench_inspect.images import add_environment_build_files
+    from rebench_inspect.tools.images import add_environment_build_files
 
     sysroot = tmp_path / "sysroot"
     (sysroot / "bin").mkdir(parents=True)

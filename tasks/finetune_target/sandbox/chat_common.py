@@ -431,7 +431,7 @@ class JudgeClient:
                 data=data,
                 method="POST",
                 # The harness's proxy serves only requests carrying its key in this header
-                # (rebench_inspect.model_proxy).
+                # (rebench_inspect.runtime.model_proxy).
                 headers={
                     "Content-Type": "application/json",
                     "Authorization": f"Bearer {self.api_key}",

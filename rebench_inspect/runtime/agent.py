@@ -15,8 +15,8 @@ from inspect_ai.tool import Tool, ToolCall, ToolCallContent, ToolCallView, ToolC
 from inspect_ai.util import sandbox
 
 from .clock import due_notice, time_left_sentence
-from .layout import current_layout
 from .scoring import describe_entry, score_log, scores_visible
+from .state import current_layout
 
 DEFAULT_TOOL_TIMEOUT_S = 1800
 # The shell both tools run in, as Inspect's own bash and python tools do: a login shell, so the image's profile

@@ -10,11 +10,11 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from .environment import ResolvedEnvironment
+from ..spec.environment import ResolvedEnvironment
+from ..spec.normalise import ScoreEntry
 from .layout import detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
 from .measured_anchors import measures_anchors
-from .normalise import ScoreEntry
 from .scoring import SCORER_NAME, checked_exec
 from .state import rebench_state
 from .task import build_task, lay_out_workspace

@@ -16,11 +16,11 @@ from importlib.metadata import version
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.util import sandbox, store
 
-from . import DISTRIBUTION
-from .anchors import ANCHORS_FILE_KIND
-from .environment import EnvironmentSpec, ResolvedEnvironment, Scale, Transform
-from .layout import current_layout
-from .normalise import normalise_unclipped, raw_from_y, transform
+from .. import DISTRIBUTION
+from ..runtime.state import current_layout
+from ..spec.anchors import ANCHORS_FILE_KIND
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment, Scale, Transform
+from ..spec.normalise import normalise_unclipped, raw_from_y, transform
 
 HARDWARE_STORE_KEY = "rebench:hardware"
 # What a calibration records about the sandbox it ran in (run inside the sandbox, as root).
@@ -153,7 +153,7 @@ def run_calibration(name: str, runs: int, sandbox_type: str, scale: Scale, log_d
     from rebench.environments import TASKS, environment_named
     from rebench.maintenance import starting_or_reference_solution
 
-    from .reference import sandbox_check_task
+    from ..runtime.reference import sandbox_check_task
 
     environment = environment_named(name)
     task = sandbox_check_task(

@@ -3,9 +3,9 @@
 from inspect_ai.util import StoreModel, store_as
 from pydantic import Field
 
-from .environment import Anchors
+from ..spec.environment import Anchors
+from ..spec.normalise import ScoreEntry
 from .layout import SandboxLayout
-from .normalise import ScoreEntry
 
 
 class RebenchState(StoreModel):
@@ -21,6 +21,14 @@ class RebenchState(StoreModel):
 def rebench_state() -> RebenchState:
     """This sample's state (inside a running sample)."""
     return store_as(RebenchState)
+
+
+def current_layout() -> SandboxLayout:
+    """The layout recorded for this sample by the setup step."""
+    layout = rebench_state().layout
+    if layout is None:
+        raise RuntimeError("rebench setup has not run for this sample (no sandbox layout in the store)")
+    return layout
 
 
 def store_key(field: str) -> str:

@@ -1,4 +1,4 @@
-"""Turn an `EnvironmentSpec` into an Inspect `Task`: one builder for every environment."""
+"""Turn an environment resolved at a scale (`ResolvedEnvironment`) into an Inspect `Task`: one builder for all."""
 
 import asyncio
 import time
@@ -11,8 +11,8 @@ from inspect_ai.scorer import score as run_task_scorers
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from .agent import rebench_agent
-from .environment import EnvironmentSpec, ResolvedEnvironment
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, checked_parameters
 from .layout import SandboxLayout, detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
@@ -235,7 +235,7 @@ def build_task(
             epochs=epochs,
             anchors=environment.anchors_file,
         )
-    elif (parameters.scale, parameters.anchors) != (environment.scale, environment.anchors_file):
+    elif (parameters.scale, parameters.anchors or None) != (environment.scale, environment.anchors_file):
         raise ValueError(f"rebench/{spec.name}: the parameters' scale and anchors are not the ones it was resolved at")
     parameters = checked_parameters(spec, parameters)
     scale, hours = environment.scale, parameters.time_budget_hours

@@ -21,12 +21,12 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import SandboxEnvironment, sample_limits, sandbox
 from pydantic import BaseModel, ValidationError, field_validator
 
-from .environment import EnvironmentSpec, ResolvedEnvironment
-from .layout import SandboxLayout, current_layout
-from .normalise import ScoreEntry, anchor_values, final_entry, score_entry
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
+from ..spec.normalise import ScoreEntry, anchor_values, final_entry, score_entry
+from ..spec.timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
+from .layout import SandboxLayout
 from .staging import sandbox_command, sandbox_lib_tree, scoring_command, staged_tree
-from .state import rebench_state
-from .timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
+from .state import current_layout, rebench_state
 
 SCORER_NAME = "rebench_scorer"
 # The sandbox_lib programs the host runs besides an environment's own (docs/CONTRACT.md).

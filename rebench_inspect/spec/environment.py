@@ -1,7 +1,7 @@
 """What rebench knows about one environment: the facts of docs/benchmark.md's table and its README, as data.
 
 An `EnvironmentSpec` is pure data: no Inspect objects and no heavy imports, so the registry stays light. The task
-builder (`rebench_inspect.task.build_task`) turns it into an Inspect `Task`.
+builder (`rebench_inspect.runtime.task.build_task`) turns it into an Inspect `Task`.
 """
 
 from enum import Enum

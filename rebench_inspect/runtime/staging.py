@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rebench.sandbox_lib.modules import module_command
 
-from .environment import EnvironmentSpec, ResolvedEnvironment
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 
 _SKIPPED_PARTS = {"__pycache__"}
 PACKAGE = "rebench"

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from inspect_ai.log import transcript
 
-from .environment import Anchors, ResolvedEnvironment, Transform
+from ..spec.environment import Anchors, ResolvedEnvironment, Transform
+from ..spec.normalise import raw_from_y, transform
 from .layout import SandboxLayout
-from .normalise import raw_from_y, transform
 from .scoring import SandboxService, ScoringInfrastructureError, checked_exec, run_program_in
 from .staging import reference_files, workspace_files
 

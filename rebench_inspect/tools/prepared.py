@@ -14,7 +14,7 @@ from pathlib import Path
 from rebench.sandbox_lib.cache import COMPLETE, entry_lock, is_complete, remove_leftovers
 from rebench.sandbox_lib.paths import cache_root
 
-from .environment import ResolvedEnvironment
+from ..spec.environment import ResolvedEnvironment
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def warm(environment: ResolvedEnvironment) -> dict:
     """Prepare the environment on the local sandbox and score its starting solution once (the result); measured
     anchors are left to the runs that use them (they are not cached: they hold for the machine's load of the
     moment)."""
-    from .workspace_score import score_workspace
+    from ..runtime.workspace_score import score_workspace
 
     started = time.monotonic()
     result = score_workspace(environment, None, measure_anchors=False)

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .measured_anchors import MEASURED_AT_SETUP
-from .scoring import SCORER_NAME, SCORING_FAILURE
+from ..runtime.measured_anchors import MEASURED_AT_SETUP
+from ..runtime.scoring import SCORER_NAME, SCORING_FAILURE
 
 if TYPE_CHECKING:  # Inspect's log types and matplotlib load lazily: the report's statistics need neither
     from inspect_ai.log import EvalLog
@@ -694,7 +694,7 @@ def _with_audit_verdicts(
 ) -> tuple[list[Run], list[str]]:
     """The runs with the audit's verdicts (Scout is imported only where scan results exist), less the flagged ones
     if asked; and a warning per run left out, with a count."""
-    from .audit.offline import audit_verdicts, scan_locations
+    from ..audit.offline import audit_verdicts, scan_locations
 
     if not scan_locations(scan_folders):
         if exclude_flagged:

@@ -30,9 +30,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from .environment import EnvironmentSpec, ResolvedEnvironment, Scale
-from .sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
-from .staging import staged_tree
+from ..runtime.sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
+from ..runtime.staging import staged_tree
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment, Scale
 
 CUDA_PARENT = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
 SMOKE_PARENT = "rebench/debian:bookworm"

@@ -89,13 +89,3 @@ async def detect_layout(agent_user: str | None, scoring_service: str | None = No
         is_container=True,
         scoring_service=scoring_service,
     )
-
-
-def current_layout() -> SandboxLayout:
-    """The layout recorded for this sample by the setup step."""
-    from .state import rebench_state  # the state module imports this one
-
-    layout = rebench_state().layout
-    if layout is None:
-        raise RuntimeError("rebench setup has not run for this sample (no sandbox layout in the store)")
-    return layout

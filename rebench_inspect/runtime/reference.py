@@ -9,10 +9,10 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import Solver, TaskState
 from inspect_ai.util import sandbox
 
-from .environment import EnvironmentSpec, ResolvedEnvironment
-from .layout import current_layout
+from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from .scoring import ScoringInfrastructureError, score_log
 from .staging import reference_files
+from .state import current_layout
 
 REFERENCE_SCRIPT = "solve.sh"
 # How far from 0 (start) and 1 (reference) a certified image may land: timings and judged scores are noisy.

@@ -27,8 +27,8 @@ from inspect_ai import Task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai._util.package import get_installed_package_name
 
-from .choices import not_one_of
-from .environment import SCALES, EnvironmentSpec, ResolvedEnvironment, Scale
+from ..spec.choices import not_one_of
+from ..spec.environment import SCALES, EnvironmentSpec, ResolvedEnvironment, Scale
 from .sandbox import SANDBOX_TYPES
 
 # The signature's catch-all: Inspect hands a task every `-T` name only when the task takes **kwargs (otherwise it
@@ -127,7 +127,7 @@ def resolve(environment: EnvironmentSpec, parameters: CommonParameters) -> Resol
     `build_task` and anything else of the run that depends on the scale (resolved once per run)."""
     parameters = checked_parameters(environment, parameters)
     try:
-        return environment.at(cast(Scale, parameters.scale), parameters.anchors)
+        return environment.at(cast(Scale, parameters.scale), parameters.anchors or None)
     except (OSError, ValueError, KeyError) as ex:
         raise TaskParameterError(
             f"rebench/{environment.name}: anchors file {parameters.anchors!r} unusable: {ex}"

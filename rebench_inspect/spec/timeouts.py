@@ -1,7 +1,7 @@
 """Named time limits of the host side, in seconds (one place; `tests/contract/test_environments.py` checks that each
 environment's inner limits fit inside them).
 
-Nesting, outermost first: Inspect's sample `time_limit` (working budget × TIME_LIMIT_FACTOR, rebench_inspect.task)
+Nesting, outermost first: Inspect's sample `time_limit` (working budget × TIME_LIMIT_FACTOR, runtime.task)
 ⊃ one scoring run: `ResolvedEnvironment.scoring_timeout_s` + SCORING_TIMEOUT_MARGIN_S for the sandbox `exec`
 ⊃ the scoring program's own steps (each environment's `TIMEOUTS_S` in scoring/score.py; `ScoringRun.timeout()`
 also cuts every step to what is left of `scoring_timeout_s`, which the host passes as `--time-limit`).
