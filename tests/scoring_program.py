@@ -11,10 +11,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rebench_inspect.spec.environment import EnvironmentSpec
 from rebench_inspect.runtime.layout import SandboxLayout
 from rebench_inspect.runtime.scoring import stop_command, users_command
 from rebench_inspect.runtime.staging import prepare_command, scoring_command, stage_tree
+from rebench_inspect.spec.environment import EnvironmentSpec
 
 RESULT_KEYS = {"valid", "raw", "message", "details"}
 

@@ -26,7 +26,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     for name in args.environments:
         try:
-            print(f"built {build_image(ENVIRONMENTS[name].at(args.scale))}")
+            print(f"built {build_image(ENVIRONMENTS[name], args.scale)}")
         except RuntimeError as ex:  # what this machine lacks for a build, said in one sentence with the fix
             print(f"rebench images build {name}: {ex}", file=sys.stderr)
             return 1

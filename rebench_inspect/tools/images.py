@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..runtime.sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
 from ..runtime.staging import staged_tree
-from ..spec.environment import EnvironmentSpec, ResolvedEnvironment, Scale
+from ..spec.environment import EnvironmentSpec, Scale
 
 CUDA_PARENT = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
 SMOKE_PARENT = "rebench/debian:bookworm"
@@ -129,9 +129,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def build_image(resolved: ResolvedEnvironment, *, ca_bundle: str | None = DEFAULT_CA_BUNDLE) -> str:
-    """Build the base (if missing) and the environment's image at its scale; returns the environment image's tag."""
-    environment, scale = resolved.spec, resolved.scale
+def build_image(environment: EnvironmentSpec, scale: Scale, *, ca_bundle: str | None = DEFAULT_CA_BUNDLE) -> str:
+    """Build the base (if missing) and the environment's image for `scale`; returns the environment image's tag."""
     if scale == "smoke":
         ensure_smoke_parent()
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:

@@ -17,8 +17,8 @@ from inspect_scout import scan_results_df
 from rebench.audit import audit
 from rebench_inspect.audit.offline import audit_rows
 from rebench_inspect.cli import main
-from rebench_inspect.tools.report import make_report
 from rebench_inspect.runtime.task import build_task
+from rebench_inspect.tools.report import make_report
 from tests.conftest import scripted_agent, tool_call, toy_spec
 
 # The scoring run's result file appears in the protected folder once the scoring program has read the workspace:

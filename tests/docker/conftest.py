@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.spec.environment import EnvironmentSpec
 from rebench_inspect.runtime.sandbox import image_tag, sandbox_folder
+from rebench_inspect.spec.environment import EnvironmentSpec
 
 # Every implemented environment whose sandboxes/<name>/Dockerfile exists: a new one is covered once it has one.
 DOCKER_ENVIRONMENTS = sorted(name for name in ENVIRONMENTS if (sandbox_folder(name) / "Dockerfile").is_file())

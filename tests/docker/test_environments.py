@@ -16,8 +16,8 @@ from inspect_ai.util import sandbox
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench.maintenance import reference_solution
-from rebench_inspect.spec.environment import Transform
 from rebench_inspect.runtime.state import store_key
+from rebench_inspect.spec.environment import Transform
 from tests.conftest import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS

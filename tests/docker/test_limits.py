@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.spec.environment import CONTAINER_LIMITS
 from rebench_inspect.runtime.sandbox import TEMP_DIRS, compose_service, processes_per_user
+from rebench_inspect.spec.environment import CONTAINER_LIMITS
 
 from .conftest import DOCKER_ENVIRONMENTS
 

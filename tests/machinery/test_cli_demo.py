@@ -3,8 +3,8 @@
 import pytest
 
 from rebench_inspect import cli
-from rebench_inspect.spec.environment import Anchors
 from rebench_inspect.runtime.task import build_task
+from rebench_inspect.spec.environment import Anchors
 
 
 @pytest.fixture

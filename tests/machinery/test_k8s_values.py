@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES
 from rebench_inspect.runtime.sandbox import (
     AGENT_WORKSPACE,
     K8S_NODE_SELECTOR_VARIABLE,
@@ -22,6 +21,7 @@ from rebench_inspect.runtime.sandbox import (
     k8s_values_file,
     sandbox_spec,
 )
+from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES
 
 jsonschema = pytest.importorskip("jsonschema")
 pytest.importorskip("k8s_sandbox", reason="the k8s extra is not installed: pip install -e '.[k8s]'")

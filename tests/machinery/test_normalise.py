@@ -5,9 +5,9 @@ import math
 
 import pytest
 
+from rebench_inspect.runtime.scoring import final_score
 from rebench_inspect.spec.environment import FinalRule, Transform
 from rebench_inspect.spec.normalise import final_entry, normalise, score_entry, transform
-from rebench_inspect.runtime.scoring import final_score
 
 # docs/benchmark.md's table: raw anchors and the transformed values it prints.
 SPEC_TABLE = [

@@ -132,8 +132,8 @@ def test_a_timed_smoke_environment_normalises_against_anchors_measured_at_setup(
                                                                                monkeypatch):
     """The toy's starting answer is 10 s and its reference 5 s; its fixed anchors say 100 → 50, which would put the
     reference at 4.3. Measured at setup, the reference lands at 1 and the provenance lists the runs."""
-    from rebench_inspect.spec.environment import Anchors
     from rebench_inspect.runtime.workspace_score import score_workspace
+    from rebench_inspect.spec.environment import Anchors
 
     monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
     fixed = Anchors(start=100.0, reference=50.0, provenance="fixed")

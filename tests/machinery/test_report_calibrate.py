@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from rebench_inspect.tools.calibrate import anchors_document, parse_probe
 from rebench_inspect.spec.environment import Transform
 from rebench_inspect.spec.normalise import raw_from_y
+from rebench_inspect.tools.calibrate import anchors_document, parse_probe
 
 
 @pytest.mark.parametrize("kind", list(Transform))
@@ -56,8 +56,8 @@ def test_a_task_with_an_anchors_file_scores_on_them_and_the_report_keeps_them_ap
 ):
     from inspect_ai import eval
 
-    from rebench_inspect.tools.report import make_report
     from rebench_inspect.runtime.task import build_task
+    from rebench_inspect.tools.report import make_report
     from tests.conftest import tool_call
 
     path = tmp_path / "anchors.json"

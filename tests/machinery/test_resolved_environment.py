@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.spec.environment import SCALES
-from rebench_inspect.spec.normalise import score_entry
 from rebench_inspect.runtime.sandbox import compose_config, k8s_values, processes_per_user
 from rebench_inspect.runtime.scoring import anchors_metadata, final_score
 from rebench_inspect.runtime.staging import prepare_command, scoring_command, staged_tree, workspace_files
+from rebench_inspect.spec.environment import SCALES
+from rebench_inspect.spec.normalise import score_entry
 
 EXPECTED = Path(__file__).with_name("resolved_environments.json")
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -109,6 +109,11 @@ def test_what_the_scale_decides_is_unchanged(name, scale, tmp_path, monkeypatch)
 
 def test_the_pinned_values_cover_every_environment_at_both_scales():
     assert set(json.loads(EXPECTED.read_text())) == {f"{name}/{scale}" for name, scale in CASES}
+
+
+def test_an_unknown_scale_is_refused(toy_environment):
+    with pytest.raises(ValueError, match="scale must be smoke or full, not 'medium'"):
+        toy_environment.at("medium")
 
 
 if __name__ == "__main__":

@@ -9,18 +9,18 @@ import pytest
 from inspect_ai.util import ComposeConfig
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPUS, SMOKE_MEMORY_GB
 from rebench_inspect.runtime.sandbox import (
     AGENT_WORKSPACE,
     SCORING_SERVICE,
     TEMP_DIRS,
     compose_service,
     docker_problems,
-    processes_per_user,
     image_tag,
+    processes_per_user,
     sandbox_folder,
     sandbox_spec,
 )
+from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPUS, SMOKE_MEMORY_GB
 
 SANDBOXES = Path(__file__).parents[2] / "sandboxes"
 DOCKERFILES = sorted(SANDBOXES.glob("*/Dockerfile"))

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.spec.environment import SCALES, EnvironmentSpec
 from rebench_inspect.runtime.staging import sandbox_module, stage_tree, staged_tree, workspace_files
+from rebench_inspect.spec.environment import SCALES, EnvironmentSpec
 
 PACKAGE_ROOT = Path(str(files("rebench")))
 NEVER_STAGED = ("agent", "reference", "tools")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from rebench.optimize_kernel.task import ENVIRONMENT
-from rebench_inspect.spec.normalise import normalise_unclipped
 from rebench_inspect.runtime.staging import scoring_command
+from rebench_inspect.spec.normalise import normalise_unclipped
 
 from .conftest import (
     REFERENCE_SOLUTION,
