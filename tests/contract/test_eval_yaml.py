@@ -2,6 +2,8 @@
 its task: name, sample counts, GPUs, version. Checked for every discovered environment and for one written from
 docs/CONTRACT.md alone, so a new environment is held to it the day its folder appears."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,10 +69,35 @@ def test_a_disagreeing_eval_yaml_is_caught(tmp_path):
     """The check is not vacuous: an environment whose listing asks for the wrong GPUs and samples fails it."""
     module = build_environment(tmp_path / "toy_contract")
     path = tmp_path / "toy_contract" / "eval.yaml"
-    path.write_text(path.read_text().replace("dataset_samples: 1", "dataset_samples: 3") + "  requires:\n    gpu: true\n")
+    path.write_text(
+        path.read_text().replace("dataset_samples: 1", "dataset_samples: 3") + "  requires:\n    gpu: true\n"
+    )
     found = disagreements(module.ENVIRONMENT, module.toy_contract(scale="smoke", sandbox="local"))
     assert any("dataset_samples 1 expected" in problem for problem in found), found
     assert any("metadata.requires.gpu" in problem for problem in found), found
+
+
+# How `inspect eval tasks/<env>/task.py@<env>` loads a task: from the file, not as a module of the package.
+LOAD_BY_PATH = (
+    "import sys\n"
+    "from inspect_ai._eval.loader import load_task_spec\n"
+    "for path, name in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+    "    [task] = load_task_spec(f'{path}@{name}', {'scale': 'smoke', 'sandbox': 'local'})\n"
+    "    print(name, task.version)\n"
+)
+
+
+def test_every_task_loads_from_its_file_as_the_registers_usage_runs_it(tmp_path):
+    """The register's page runs an entry's `task_path` (docs/register.md), so a task.py must not import its siblings
+    relatively: loaded from its file it is not a module of the package."""
+    names = sorted(ENVIRONMENTS)
+    arguments = [part for name in names for part in (str(ENVIRONMENTS[name].folder / "task.py"), name)]
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_BY_PATH, *arguments], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    versions = [str(task_version(ENVIRONMENTS[name].folder).comparability) for name in names]
+    assert loaded.stdout.split() == [part for pair in zip(names, versions) for part in pair]
 
 
 @pytest.mark.parametrize("text, version", [("1-A", TaskVersion(1, "A")), ("12-BC", TaskVersion(12, "BC"))])
