@@ -19,6 +19,7 @@ from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, TaskP
 from .layout import SandboxLayout, detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
 from .measured_anchors import measures_anchors
+from .register import task_version
 from .sandbox import LOCK_DIR, SCORING_SERVICE, TEMP_DIRS, sandbox_spec, warn_about_docker
 from .scoring import (
     SCORER_NAME,
@@ -251,6 +252,7 @@ def build_task(
     if parameters.sandbox == "docker":
         warn_about_docker(environment, scale)
     working_limit = round(hours * 3600)
+    version = task_version(environment.folder)  # tasks/<env>/eval.yaml: the register's N-X
     sample = Sample(
         id=environment.name,
         input=render_instructions(environment, scale, "/home/agent/workspace", hours, visible, instruction_fields),
@@ -286,6 +288,6 @@ def build_task(
         epochs=Epochs(parameters.epochs, ["mean", "max"]),
         model_roles=model_roles,
         headline_metric=HeadlineMetric(scorer=SCORER_NAME, score="normalised", metric="mean", reducer="mean"),
-        metadata={"environment": environment.name, "scale": scale},
-        version=1,
+        metadata={"environment": environment.name, "scale": scale, **version.metadata()},
+        version=version.comparability,
     )

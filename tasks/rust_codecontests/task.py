@@ -6,12 +6,13 @@ reaches that model through a budgeted, OpenAI-compatible proxy in the sandbox (`
 
 from inspect_ai import Task, task
 
+# Absolute imports: `inspect eval tasks/rust_codecontests/task.py` (the register's usage) loads this file outside the
+# package.
+from rebench.rust_codecontests.smoke_model import SMOKE_SCAFFOLD_MODEL  # registers the offline `rebench_smoke/scaffold`
 from rebench_inspect.environment import Anchors, EnvironmentSpec, Resources, Transform
 from rebench_inspect.environment_task import CommonParameters, environment_task
 from rebench_inspect.model_proxy import DEFAULT_BUDGET_USD, ModelRoleProxy, PriceTable
 from rebench_inspect.task import build_task
-
-from .smoke_model import SMOKE_SCAFFOLD_MODEL  # registers the offline `rebench_smoke/scaffold`
 
 SCAFFOLD_ROLE = "scaffold"
 # The paper's model; at full scale there is no other default (and never the model under test).
