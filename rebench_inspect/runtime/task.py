@@ -12,6 +12,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import sandbox
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
+from ..spec.register import task_version
 from .agent import rebench_agent
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, checked_parameters
 from .layout import SandboxLayout, detect_layout
@@ -243,6 +244,7 @@ def build_task(
     if parameters.sandbox == "docker":
         warn_about_docker(environment)
     working_limit = round(hours * 3600)
+    version = task_version(spec.folder)  # tasks/<env>/eval.yaml: the register's N-X
     sample = Sample(
         id=spec.name,
         input=render_instructions(environment, "/home/agent/workspace", hours, visible, instruction_fields),
@@ -277,6 +279,6 @@ def build_task(
         epochs=Epochs(parameters.epochs, ["mean", "max"]),
         model_roles=model_roles,
         headline_metric=HeadlineMetric(scorer=SCORER_NAME, score="normalised", metric="mean", reducer="mean"),
-        metadata={"environment": spec.name, "scale": scale},
-        version=1,
+        metadata={"environment": spec.name, "scale": scale, **version.metadata()},
+        version=version.comparability,
     )

@@ -10,6 +10,11 @@ instructions the task's prompts come from), it predates the benchmark, and it lo
 
 from inspect_ai import Task, task, task_with
 
+# Absolute imports: `inspect eval tasks/finetune_target/task.py` (the register's usage) loads this file outside the
+# package.
+from rebench.finetune_target.judge_service import JUDGE_ROLE, JudgeProxy, env_service
+from rebench.finetune_target.rescore import rescore_best as rescore_best_scorer
+from rebench.finetune_target.smoke_judge import SMOKE_JUDGE_MODEL  # registers the offline `rebench_smoke/judge`
 from rebench_inspect import (
     Anchors,
     CommonParameters,
@@ -20,10 +25,6 @@ from rebench_inspect import (
     environment_task,
     resolve,
 )
-
-from .judge_service import JUDGE_ROLE, JudgeProxy, env_service
-from .rescore import rescore_best as rescore_best_scorer
-from .smoke_judge import SMOKE_JUDGE_MODEL  # registers the offline `rebench_smoke/judge`
 
 FULL_JUDGE = "openrouter/meta-llama/llama-3-8b-instruct"
 DEFAULT_JUDGE = {"smoke": SMOKE_JUDGE_MODEL, "full": FULL_JUDGE}

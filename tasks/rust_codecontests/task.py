@@ -6,6 +6,9 @@ reaches that model through a budgeted, OpenAI-compatible proxy in the sandbox (`
 
 from inspect_ai import Task, task
 
+# Absolute imports: `inspect eval tasks/rust_codecontests/task.py` (the register's usage) loads this file outside the
+# package.
+from rebench.rust_codecontests.smoke_model import SMOKE_SCAFFOLD_MODEL  # registers the offline `rebench_smoke/scaffold`
 from rebench_inspect import (
     DEFAULT_BUDGET_USD,
     Anchors,
@@ -19,8 +22,6 @@ from rebench_inspect import (
     environment_task,
     resolve,
 )
-
-from .smoke_model import SMOKE_SCAFFOLD_MODEL  # registers the offline `rebench_smoke/scaffold`
 
 SCAFFOLD_ROLE = "scaffold"
 # The paper's model; at full scale there is no other default (and never the model under test).

@@ -52,6 +52,7 @@ README_HEADINGS = (
     "Parameters",
     "Smoke and full scale",
     "Security",
+    "Evaluation validity",
     "Fidelity",
     "Measured times",
     "Changelog",

@@ -14,7 +14,7 @@ CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "CONTRACT.md"
 def contract_files() -> dict[str, str]:
     """`<!-- file: PATH -->` followed by a fenced block, for every file the contract shows."""
     text = CONTRACT.read_text()
-    return dict(re.findall(r"<!-- file: (\S+) -->\n```python\n(.*?)```", text, flags=re.S))
+    return dict(re.findall(r"<!-- file: (\S+) -->\n```(?:python|yaml)\n(.*?)```", text, flags=re.S))
 
 
 def build_environment(folder: Path):
@@ -39,6 +39,7 @@ def test_the_contract_shows_every_file_it_names():
     assert set(contract_files()) == {
         "__init__.py",
         "task.py",
+        "eval.yaml",
         "sandbox/__init__.py",
         "sandbox/score.py",
         "sandbox/prepare.py",
@@ -62,3 +63,5 @@ def test_an_environment_written_from_the_contract_runs_end_to_end(tmp_path, agen
     # details are the scorer's own numbers and booleans; the ignored a.log is not a skipped file
     assert entries[1]["details"] == {"exact": True, "snapshot_skipped_files": False}
     assert log.samples[0].scores["rebench_scorer"].value["normalised"] == 1.0
+    # the task's version is the one its eval.yaml declares (the register's N-X)
+    assert (log.eval.task_version, log.eval.metadata["full_task_version"]) == (1, "1-A")

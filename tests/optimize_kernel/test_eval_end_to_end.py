@@ -3,9 +3,10 @@ puts the reference kernel in place, scores it, reads its score log and time left
 
 import pytest
 from inspect_ai import eval
+from inspect_ai.model import get_model
 
 from rebench.optimize_kernel.task import optimize_kernel
-from tests.conftest import scripted_agent, tool_call
+from tests.conftest import tool_call
 from tests.optimize_kernel.conftest import REFERENCE_SOLUTION
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (setup, agent, scoring runs).
@@ -13,13 +14,15 @@ pytestmark = pytest.mark.slow
 
 
 def test_scripted_agent_scores_the_reference_kernel_written_in_its_cwd():
-    model = scripted_agent(
-        [
+    model = get_model(
+        "mockllm/model",
+        custom_outputs=[
             tool_call("bash", command="ls"),
             tool_call("bash", command=f"cp {REFERENCE_SOLUTION} solution.py"),
             tool_call("score"),
             tool_call("score_log"),
-        ]
+            tool_call("submit", answer="done"),
+        ],
     )
     task = optimize_kernel(scale="smoke", sandbox="local", agent_user=None, time_budget_hours=0.5)
     [log] = eval(task, model=model, display="none", log_dir=None)

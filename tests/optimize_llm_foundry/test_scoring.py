@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,22 @@ def test_the_timer_counts_work_detached_into_the_background(tmp_path):
     outcome = run_timer(tmp_path, "setsid bash -c 'sleep 2; touch done' >/dev/null 2>&1 &\nexit 0\n", timeout=30)
     assert outcome["status"] == 0 and outcome["seconds"] >= 2.0
     assert (tmp_path / "solution" / "done").exists()
+
+
+def test_runs_on_one_machine_take_turns(tmp_path, monkeypatch):
+    # finetune.sh clears LLM Foundry's shared memory as it starts: two samples of a local run scoring at once broke
+    # each other (the warm demo's "finetune.sh failed"). Each run waits for the other; neither clock counts the wait.
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    script = f"echo start $(date +%s.%N) >> {tmp_path}/spans\nsleep 1.5\necho end $(date +%s.%N) >> {tmp_path}/spans\n"
+    runs = [tmp_path / "one", tmp_path / "two"]
+    for run in runs:
+        run.mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda run: run_timer(run, script, timeout=30), runs))
+    assert all(outcome["status"] == 0 and outcome["seconds"] < 3 for outcome in outcomes)
+    spans = [float(line.split()[1]) for line in (tmp_path / "spans").read_text().splitlines()]
+    labels = [line.split()[0] for line in (tmp_path / "spans").read_text().splitlines()]
+    assert labels == ["start", "end", "start", "end"] and spans == sorted(spans)
 
 
 def test_the_timer_stops_and_refuses_a_script_past_its_limit(tmp_path):
