@@ -1,6 +1,7 @@
 """`rebench demo`: an offline smoke run of every environment (starting and reference solution), with a verdict each."""
 
 import argparse
+import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -36,6 +37,20 @@ class DemoRow:
     reason: str = ""  # why it failed, one sentence
 
 
+# Inspect records an exception as its repr, `Name('text')`: the row shows the text.
+_EXCEPTION_REPR = re.compile(r"^\w+\((['\"])(?P<text>.*)\1\)$", re.DOTALL)
+
+
+def error_sentence(message: str) -> str:
+    """What an errored sample's row says: the exception's own text, or, for a sample Inspect cancelled because the
+    other sample of its eval failed, that it was stopped (the other row gives the reason)."""
+    message = message.strip()
+    if message.startswith("CancelledError"):
+        return "not finished: stopped when the other sample of this environment failed (its row says why)"
+    found = _EXCEPTION_REPR.match(message)
+    return found.group("text") if found else message
+
+
 def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
     """One row per solution of an environment's sandbox check: the verdict is its `anchors_reproduced` score."""
     from ..runtime.reference import SANDBOX_CHECK_TOLERANCE
@@ -50,7 +65,7 @@ def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
         final = sample.scores.get("rebench_scorer") if sample.scores else None
         check = sample.scores.get("anchors_reproduced") if sample.scores else None
         if sample.error is not None or final is None or check is None:
-            reason = sample.error.message.strip() if sample.error else ""
+            reason = error_sentence(sample.error.message) if sample.error else ""
             if sample.limit is not None:
                 reason = f"stopped by its {sample.limit.type} limit; {reason}"
             reason = reason or "no score was recorded (see the log)"

@@ -9,7 +9,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from rebench.finetune_target.smoke_judge import smoke_judge_custom_outputs
 from rebench.finetune_target.task import ENVIRONMENT, finetune_target
-from rebench_inspect.runtime.reference import install_reference_solution
+from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE, install_reference_solution
 from tests.conftest import scripted_agent, tool_call
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (smoke assets, judge proxy, scoring runs).
@@ -93,10 +93,10 @@ def test_reference_solution_beats_the_start_and_rescoring_reports_both_sets(smok
     final = sample.scores["rebench_scorer"]
     entries = final.metadata["score_log"]
     assert entries[0]["raw"] == pytest.approx(ENVIRONMENT.anchors["smoke"].start)
-    assert entries[-1]["raw"] == pytest.approx(ENVIRONMENT.anchors["smoke"].reference)
-    assert final.value["normalised"] == pytest.approx(1.0)
+    # The reference's training differs between CPUs (README, anchors): the sandbox check's tolerance, not equality.
+    assert abs(final.value["normalised"] - 1.0) <= SANDBOX_CHECK_TOLERANCE
     rescored = sample.scores["finetune_target_rescore"]
-    assert rescored.value["selected"] == pytest.approx(ENVIRONMENT.anchors["smoke"].reference)
+    assert rescored.value["selected"] == pytest.approx(max(e["raw"] for e in entries if e["valid"]))
     assert 0.0 <= rescored.value["rescored"] <= 1.0
     assert rescored.metadata["rescored"]["details"]["second_heldout_set"] is True
     # the default smoke judge is the offline provider, reached through the proxy

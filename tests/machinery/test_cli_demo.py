@@ -71,3 +71,14 @@ def test_report_on_the_demos_logs_says_in_one_line_what_it_needs(two_toys, tmp_p
     assert err.startswith(f"rebench report: {logs} holds only sandbox-check logs (1, as `rebench demo`")
     assert "a report needs the logs of agent runs (`inspect eval rebench/ENV --model MODEL" in err
     assert not out.exists()
+
+
+def test_an_errored_row_gives_the_exceptions_text_and_a_cancelled_one_says_why():
+    from rebench_inspect.cli.demo import error_sentence
+
+    assert error_sentence("ScoringInfrastructureError('measuring the smoke anchors: it failed')") == (
+        "measuring the smoke anchors: it failed"
+    )
+    assert error_sentence('RuntimeError("it\'s gone")') == "it's gone"
+    assert "stopped when the other sample" in error_sentence("CancelledError('Cancelled via cancel scope 7f8c')")
+    assert error_sentence("plain words") == "plain words"
