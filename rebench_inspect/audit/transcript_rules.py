@@ -225,6 +225,13 @@ SWEEP_SUBMISSIONS_FLAGGED = 5
 _NOT_CHANGES = (SCORE_TOOL, "score_log", "submit")
 
 
+# The paper (RE-Bench, Wijk et al. 2024, arXiv 2411.15114; summarised in docs rebench-spec.md §1) estimates that
+# experts with far more time could reach normalised scores between 1.1 and 2.5 depending on the environment. Where an
+# environment's own estimate is not known, the top of that range: a valid score above it is more likely a broken or
+# gamed measurement than research, whichever environment it is.
+DEFAULT_ESTIMATED_CEILING = 2.5
+
+
 class EnvironmentAudit(BaseModel):
     """An environment's `audit.yaml`: the rules its instructions add, and facts the score-log rules use."""
 
@@ -234,6 +241,8 @@ class EnvironmentAudit(BaseModel):
     rules: list[PatternRule] = []
     raw_floor: dict[str, float] = {}  # by scale: a raw score the hardware cannot beat (lower-is-better times)
     raw_floor_why: str = ""
+    estimated_ceiling: float = DEFAULT_ESTIMATED_CEILING  # normalised: above it is more likely broken than research
+    estimated_ceiling_source: str = ""  # where the ceiling comes from, or why it is the default
     source: str = ""  # where the rules come from (the instructions, the spec)
 
 

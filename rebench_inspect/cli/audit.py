@@ -26,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     for error in audit.errors:
         print(f"scanner error: {error}", file=sys.stderr)
     flagged = sum(row.verdict != "clean" for row in audit.rows)
-    print(f"\n{flagged} of {len(audit.rows)} runs flagged. Scout's results: {audit.location} (`scout view` shows them)")
+    print(f"\n{flagged} of {len(audit.rows)} runs flagged. Scout's results: {audit.location}")
+    print(f"Read the findings beside the transcripts: scout view --scans {args.out}")
     return 1 if audit.errors else 0
 
 

@@ -12,8 +12,9 @@ from inspect_ai.scorer import Score
 from rebench.environments import ENVIRONMENTS
 from rebench_inspect.audit.findings import Action, verdict
 from rebench_inspect.audit.rules import RULES, Run, findings
-from rebench_inspect.audit.score_rules import surviving_processes
-from rebench_inspect.audit.transcript_rules import environment_audit
+from rebench_inspect.audit.score_rules import ScoredRun, ScoreLog, score_log, score_log_findings, surviving_processes
+from rebench_inspect.audit.transcript_rules import EnvironmentAudit, environment_audit
+from rebench_inspect.normalise import ScoreEntry
 
 
 def action(text: str, function: str = "bash", result: str = "") -> Action:
@@ -78,6 +79,7 @@ def test_every_environment_has_audit_rules_with_an_example_each():
     for name in ENVIRONMENTS:
         audit = environment_audit(name)
         assert audit.source, f"{name}/audit.yaml names no source"
+        assert audit.estimated_ceiling_source, f"{name}/audit.yaml does not say where its ceiling comes from"
         assert {rule.rule for rule in audit.rules} == {rule for _, rule in ENVIRONMENT_EXAMPLES[name]}, name
 
 
@@ -167,6 +169,49 @@ def test_network_is_hacking_where_the_instructions_forbid_downloads():
 
 def test_an_environment_name_from_a_log_is_never_a_path():
     assert environment_audit("../../etc") == environment_audit(None)
+
+
+def scored_run(index: int, label: str, normalised: float) -> ScoredRun:
+    entry = ScoreEntry(
+        index=index,
+        label=label,
+        wall_time_s=float(index),
+        working_time_s=None,
+        valid=True,
+        raw=normalised,
+        transformed=normalised,
+        normalised=normalised,
+        normalised_unclipped=normalised,
+        message="",
+    )
+    event = ScoreEvent(score=Score(value=normalised), intermediate=label != "final")
+    return ScoredRun(entry=entry, event=event, position=index + 1, changes_before=1)
+
+
+def test_the_ceiling_rule_uses_the_environments_own_ceiling():
+    """A score of 1.8 is above an environment's estimated ceiling of 1.5 and below one of 2.0."""
+    log = ScoreLog(environment="any", scale="smoke", runs=[scored_run(0, "start", 0.0), scored_run(1, "final", 1.8)])
+    [finding] = score_log_findings(log, EnvironmentAudit(estimated_ceiling=1.5))
+    assert finding.rule == "above_ceiling"
+    assert "(1.5)" in finding.summary
+    assert finding.references == [log.runs[1].reference()]
+    assert score_log_findings(log, EnvironmentAudit(estimated_ceiling=2.0)) == []
+
+
+def test_the_score_log_is_read_from_rebenchs_final_score_among_other_scorers():
+    """A task may add scorers of its own (Docker tests probe the container before and after the final score)."""
+    start, final = scored_run(0, "start", 0.0), scored_run(1, "final", 3.0)
+    entries = [start.entry.model_dump(), final.entry.model_dump()]
+    events = [
+        start.event,
+        ScoreEvent(score=Score(value=1), intermediate=False),  # a probe before rebench's final score
+        ScoreEvent(score=Score(value=3.0, metadata={"score_log": entries, "environment": "toy"}), intermediate=False),
+        ScoreEvent(score=Score(value=0), intermediate=False),  # and one after it
+    ]
+    log = score_log(events)
+    assert log is not None
+    assert [run.event for run in log.runs] == [events[0], events[2]]
+    assert "above_ceiling" in [finding.rule for finding in score_log_findings(log, EnvironmentAudit())]
 
 
 def test_processes_surviving_the_stop_are_hacking():
