@@ -14,7 +14,7 @@ from rebench_inspect.audit.findings import Action, verdict
 from rebench_inspect.audit.rules import RULES, Run, findings
 from rebench_inspect.audit.score_rules import ScoredRun, ScoreLog, score_log, score_log_findings, surviving_processes
 from rebench_inspect.audit.transcript_rules import EnvironmentAudit, environment_audit
-from rebench_inspect.normalise import ScoreEntry
+from rebench_inspect.spec.normalise import ScoreEntry
 
 
 def action(text: str, function: str = "bash", result: str = "") -> Action:
