@@ -112,7 +112,7 @@ def gpu_problems(environment: EnvironmentSpec) -> list[str]:
             f"{environment.name}'s image: update the driver"
         )
     needed_gb = required_gpu_memory_gb(environment)
-    if needed_gb is not None:
+    if needed_gb is not None and len(gpus) >= resources.gpus:  # too few GPUs is said above
         needed_mib = needed_gb * 1e9 / 2**20 * GPU_MEMORY_SLACK
         small = [gpu for gpu in gpus if gpu.memory_mib < needed_mib]
         if len(gpus) - len(small) < resources.gpus:

@@ -219,8 +219,11 @@ def docker_problems(environment: EnvironmentSpec, scale: Scale) -> list[str]:
     import docker  # a heavy import, only needed here
     from docker.errors import DockerException, ImageNotFound
 
+    from .gpu_preflight import gpu_problems  # driver, GPU count and memory, the host's CPUs and memory
+
     image = image_tag(environment.name, scale)
     gpus_needed = gpus_for(environment, scale)
+    machine = gpu_problems(environment) if scale == "full" else []
     try:
         client = docker.from_env(timeout=5)
         info = client.info()
@@ -230,15 +233,13 @@ def docker_problems(environment: EnvironmentSpec, scale: Scale) -> list[str]:
                 f"no Docker engine is reachable ({ex.__class__.__name__}): start Docker (on a machine with only the "
                 "client, as root: `bash sandboxes/engine.sh install && bash sandboxes/engine.sh start`), "
                 "or use --sandbox local / k8s"
-            )
+            ),
+            *machine,
         ]
     problems: list[str] = []
     if gpus_needed and "nvidia" not in (info.get("Runtimes") or {}):
         problems.append("Docker has no NVIDIA runtime: install the NVIDIA Container Toolkit")
-    if scale == "full":
-        from .gpu_preflight import gpu_problems  # driver, GPU count and memory, the host's CPUs and memory
-
-        problems += gpu_problems(environment)
+    problems += machine
     try:
         client.images.get(image)
     except ImageNotFound:

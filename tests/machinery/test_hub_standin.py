@@ -1,0 +1,95 @@
+"""Full-scale preparation against the rehearsal's stand-in for the Hugging Face hub (rebench_inspect/hub_standin.py):
+the real download code (datasets, huggingface_hub) fetches the stand-in's files over HTTP, and the preparation
+produces the files the environment's programs read, as the full image's build does in `rebench images rehearse`."""
+
+import json
+import os
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from rebench.environments import ENVIRONMENTS
+from rebench.lm_common import gpt2_tokenizer
+from rebench_inspect.hub_standin import HubRepo, assets_for, openwebtext, serve_hub
+from tests.scoring_program import run_preparation, run_scoring_program
+
+
+def hub_environment(endpoint: str, home) -> dict[str, str]:
+    """The build's environment for preparation: the hub is the stand-in, its cache a fresh folder."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+    return {**env, "HF_ENDPOINT": endpoint, "HF_HOME": str(home)}
+
+
+def test_the_stand_in_answers_downloads_with_ranges_and_records_what_it_lacks():
+    repo = HubRepo("model", "org/tiny", {"config.json": b'{"a": 1}', "weights/part.bin": b"0123456789"})
+    with serve_hub([repo]) as (endpoint, hub):
+        with urllib.request.urlopen(f"{endpoint}/org/tiny/resolve/main/config.json") as answer:
+            assert json.loads(answer.read()) == {"a": 1}
+            assert answer.headers["X-Repo-Commit"]
+        ranged = urllib.request.Request(
+            f"{endpoint}/org/tiny/resolve/main/weights/part.bin", headers={"Range": "bytes=2-4"}
+        )
+        with urllib.request.urlopen(ranged) as answer:
+            assert answer.status == 206 and answer.read() == b"234"
+        with urllib.request.urlopen(f"{endpoint}/api/models/org/tiny/tree/main?recursive=true") as answer:
+            listing = json.loads(answer.read())
+        assert {entry["path"] for entry in listing} == {"config.json", "weights", "weights/part.bin"}
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{endpoint}/org/tiny/resolve/main/absent.json")
+        assert missing.value.code == 404 and missing.value.headers["X-Error-Code"] == "EntryNotFound"
+        assert hub.missed == ["GET /org/tiny/resolve/main/absent.json"]
+
+
+def test_openwebtext_stand_in_has_the_hubs_parquet_layout():
+    repo = openwebtext()
+    assert repo.kind == "dataset" and repo.repo_id == "Skylion007/openwebtext"
+    assert sorted(repo.files) == [
+        "plain_text/train-00000-of-00080.parquet",
+        "plain_text/train-00001-of-00080.parquet",
+    ]
+    assert all(content[:4] == b"PAR1" for content in repo.files.values())
+
+
+def test_full_scale_scaling_law_preparation_from_the_stand_in_makes_what_the_trainer_and_scorer_read(tmp_path):
+    environment = ENVIRONMENTS["scaling_law"]
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
+    with serve_hub(assets_for("scaling_law")) as (endpoint, hub):
+        prepared = run_preparation(
+            environment,
+            workspace,
+            protected,
+            scale="full",
+            setup=False,
+            env=hub_environment(endpoint, tmp_path / "hf"),
+            timeout=600,
+        )
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    # The real download path: the hub's API, then each Parquet shard over HTTP.
+    downloaded = [request for request in hub.served if request.startswith("GET ") and ".parquet" in request]
+    assert len(downloaded) == 2
+    data = tmp_path / "home" / "scaling_law_trainer" / "data"
+    assert (data / "vocab_size").read_text() == str(gpt2_tokenizer.GPT2_VOCAB_SIZE)
+    train = np.fromfile(data / "train.bin", dtype="<u2")
+    val = np.fromfile(data / "val.bin", dtype="<u2")
+    # Every stand-in document became GPT-2 tokens followed by the end-of-text token, split by document.
+    texts = [text for content in openwebtext().files.values() for text in _parquet_texts(content)]
+    encoding = gpt2_tokenizer.gpt2_encoding()
+    assert len(train) + len(val) == sum(len(encoding.encode_ordinary(text)) + 1 for text in texts)
+    assert (train == gpt2_tokenizer.EOT_ID).sum() + (val == gpt2_tokenizer.EOT_ID).sum() == len(texts)
+    assert val[-1] == gpt2_tokenizer.EOT_ID and len(val) > 0
+    assert train.max() < gpt2_tokenizer.GPT2_VOCAB_SIZE
+    # The workspace the agent starts from, and a verdict of the scoring program on it at full scale.
+    assert {"train.py", "answer.json", "example_config.py", "model.py", "data"} <= {p.name for p in workspace.iterdir()}
+    scored = run_scoring_program(environment, workspace, protected, scale="full")
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert json.loads((protected / "result.json").read_text())["valid"] in (True, False)
+
+
+def _parquet_texts(content: bytes) -> list[str]:
+    import io
+
+    import pyarrow.parquet as pq
+
+    return pq.read_table(io.BytesIO(content)).column("text").to_pylist()
