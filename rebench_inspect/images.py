@@ -170,11 +170,13 @@ def build_image(
     ca_bundle: str | None = DEFAULT_CA_BUNDLE,
     base_image: str | None = None,
     hub_endpoint: str | None = None,
+    flash_attn_wheel: str | None = None,
 ) -> str:
     """Build the base (if missing) and the environment's image for `scale`; returns the environment image's tag.
 
     `base_image`: the base's parent (default: the debootstrap Debian). `hub_endpoint`: a rehearsal's stand-in for the
-    Hugging Face hub (preparation downloads from it; the image is tagged `rehearsal_tag`)."""
+    Hugging Face hub (preparation downloads from it; the image is tagged `rehearsal_tag`). `flash_attn_wheel`: for
+    optimize_llm_foundry at full scale, flash-attn's prebuilt wheel (a file, served to the build; a URL; or "none")."""
     if base_image is None:
         ensure_debian_parent()
     wheels = local_wheels(scale)
@@ -184,6 +186,10 @@ def build_image(
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:
         served = Path(tmp) / "served"
         (served / "wheels").mkdir(parents=True)
+        flash_attn = flash_attn_wheel or ""
+        if flash_attn and Path(flash_attn).is_file():
+            wheels.append(Path(flash_attn))
+            flash_attn = Path(flash_attn).name
         for wheel in wheels:  # links, not copies: the full wheels are GBs (the server follows them)
             (served / "wheels" / wheel.name).symlink_to(wheel.resolve())
         if ca_bundle and Path(ca_bundle).is_file():
@@ -219,6 +225,7 @@ def build_image(
                 f"BASE_IMAGE={base_tag(scale)}",
                 "--build-arg",
                 f"SCALE={scale}",
+                *(["--build-arg", f"FLASH_ATTN_WHEEL={flash_attn}"] if flash_attn else []),
                 # Preparation reruns exactly when its code changes (the files arrive over loopback, not by COPY).
                 "--build-arg",
                 f"PREPARE_DIGEST={hashlib.sha256(prepare or b'').hexdigest()[:16]}",

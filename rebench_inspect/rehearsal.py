@@ -294,11 +294,15 @@ class Rehearsal:
     check: CheckResult
 
 
-def rehearse(environment: EnvironmentSpec, *, base_image: str | None = None) -> Rehearsal:
+def rehearse(
+    environment: EnvironmentSpec, *, base_image: str | None = None, flash_attn_wheel: str | None = None
+) -> Rehearsal:
     """Build the environment's full image against the hub stand-in, then check it."""
     started = time.monotonic()
     with serve_hub(assets_for(environment.name), port=HUB_STANDIN_PORT) as (endpoint, hub):
-        tag = build_image(environment, "full", base_image=base_image, hub_endpoint=endpoint)
+        tag = build_image(
+            environment, "full", base_image=base_image, hub_endpoint=endpoint, flash_attn_wheel=flash_attn_wheel
+        )
     build_s = time.monotonic() - started
     return Rehearsal(
         tag=tag,

@@ -8,6 +8,10 @@ from ..scales import SCALES
 from .arguments import Parser, add_environment
 
 BASE_IMAGE_HELP = "parent of the shared base image (default: a Debian made here with debootstrap, no registry needed)"
+FLASH_ATTN_HELP = (
+    "optimize_llm_foundry at full scale: flash-attn's prebuilt wheel (a file or URL; PyPI has none), or `none` to "
+    "leave it out"
+)
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -18,6 +22,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     add_environment(build, "environments", nargs="+")
     build.add_argument("--scale", choices=SCALES, default="full")
     build.add_argument("--base-image", default=None, help=BASE_IMAGE_HELP)
+    build.add_argument("--flash-attn-wheel", default=None, help=FLASH_ATTN_HELP)
     build.set_defaults(run=run_build)
     rehearse = images.add_parser(
         "rehearse",
@@ -26,6 +31,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     )
     add_environment(rehearse, "environments", nargs="+")
     rehearse.add_argument("--base-image", default=None, help=BASE_IMAGE_HELP)
+    rehearse.add_argument("--flash-attn-wheel", default=None, help=FLASH_ATTN_HELP)
     rehearse.set_defaults(run=run_rehearse)
 
 
@@ -49,7 +55,10 @@ def run_build(args: argparse.Namespace) -> int:
 
     for name in args.environments:
         try:
-            print(f"built {build_image(ENVIRONMENTS[name], args.scale, base_image=args.base_image)}")
+            tag = build_image(
+                ENVIRONMENTS[name], args.scale, base_image=args.base_image, flash_attn_wheel=args.flash_attn_wheel
+            )
+            print(f"built {tag}")
         except (RuntimeError, subprocess.CalledProcessError) as ex:
             return _build_failure(f"build {name}", ex)
     return 0
@@ -65,7 +74,7 @@ def run_rehearse(args: argparse.Namespace) -> int:
     failed = 0
     for name in args.environments:
         try:
-            rehearsal = rehearse(ENVIRONMENTS[name], base_image=args.base_image)
+            rehearsal = rehearse(ENVIRONMENTS[name], base_image=args.base_image, flash_attn_wheel=args.flash_attn_wheel)
         except (RuntimeError, subprocess.CalledProcessError) as ex:
             return _build_failure(f"rehearse {name}", ex)
         print(

@@ -90,6 +90,26 @@ def test_every_image_that_prepares_from_the_hub_takes_the_stand_in_only_at_prepa
     assert 'if [ -n "${HF_ENDPOINT:-}" ]' in prepare and "unset HF_ENDPOINT" in prepare
 
 
+def test_a_flash_attn_wheel_file_is_served_to_the_build_by_name(recorded_builds, tmp_path):
+    calls, served = recorded_builds
+    wheel = tmp_path / "flash_attn-2.6.3+cu123torch2.3cxx11abiFALSE-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"wheel")
+    images.build_image(ENVIRONMENTS["optimize_llm_foundry"], "full", flash_attn_wheel=str(wheel))
+    assert build_args(calls[-1])["FLASH_ATTN_WHEEL"] == wheel.name
+    assert any(wheel.name.replace("+", "%2B") in listing or wheel.name in listing for listing in served[-1:])
+
+
+def test_a_full_llm_foundry_install_without_a_flash_attn_wheel_stops_first_and_says_what_to_give(tmp_path):
+    installer = sandbox_folder("optimize_llm_foundry") / "install_llm_foundry.sh"
+    env = {key: value for key, value in os.environ.items() if key != "FLASH_ATTN_WHEEL"}
+    done = subprocess.run(
+        ["bash", str(installer), str(tmp_path / "venv"), "full"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert "flash-attn 2.6.3 has no wheel on PyPI" in done.stderr and "--flash-attn-wheel FILE" in done.stderr
+    assert not (tmp_path / "venv").exists()  # nothing installed before the refusal
+
+
 def test_flash_attn_is_not_in_the_wheel_cache_requirements():
     """flash-attn has no wheel on PyPI: pre-downloading it would run its setup.py, which downloads from GitHub."""
     for environment in ENVIRONMENTS.values():
