@@ -52,23 +52,28 @@ def test_openwebtext_stand_in_has_the_hubs_parquet_layout():
     assert all(content[:4] == b"PAR1" for content in repo.files.values())
 
 
-def test_full_scale_scaling_law_preparation_from_the_stand_in_makes_what_the_trainer_and_scorer_read(tmp_path):
-    environment = ENVIRONMENTS["scaling_law"]
+def prepare_from_the_stand_in(name: str, tmp_path) -> tuple[object, list[str]]:
+    """Run `name`'s full-scale preparation as the image build does (staged tree, no setup) against the stand-in;
+    returns the finished process and the requests the stand-in answered."""
     workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
-    with serve_hub(assets_for("scaling_law")) as (endpoint, hub):
+    with serve_hub(assets_for(name)) as (endpoint, hub):
         prepared = run_preparation(
-            environment,
+            ENVIRONMENTS[name],
             workspace,
             protected,
             scale="full",
             setup=False,
             env=hub_environment(endpoint, tmp_path / "hf"),
-            timeout=600,
+            timeout=900,
         )
-    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    assert prepared.returncode == 0, prepared.stdout[-2000:] + prepared.stderr[-3000:]
+    return prepared, hub.served
+
+
+def test_full_scale_scaling_law_preparation_from_the_stand_in_makes_what_the_trainer_and_scorer_read(tmp_path):
+    _, served = prepare_from_the_stand_in("scaling_law", tmp_path)
     # The real download path: the hub's API, then each Parquet shard over HTTP.
-    downloaded = [request for request in hub.served if request.startswith("GET ") and ".parquet" in request]
-    assert len(downloaded) == 2
+    assert len([request for request in served if request.startswith("GET ") and ".parquet" in request]) == 2
     data = tmp_path / "home" / "scaling_law_trainer" / "data"
     assert (data / "vocab_size").read_text() == str(gpt2_tokenizer.GPT2_VOCAB_SIZE)
     train = np.fromfile(data / "train.bin", dtype="<u2")
@@ -78,13 +83,36 @@ def test_full_scale_scaling_law_preparation_from_the_stand_in_makes_what_the_tra
     encoding = gpt2_tokenizer.gpt2_encoding()
     assert len(train) + len(val) == sum(len(encoding.encode_ordinary(text)) + 1 for text in texts)
     assert (train == gpt2_tokenizer.EOT_ID).sum() + (val == gpt2_tokenizer.EOT_ID).sum() == len(texts)
-    assert val[-1] == gpt2_tokenizer.EOT_ID and len(val) > 0
+    assert len(val) > 0 and val[-1] == gpt2_tokenizer.EOT_ID
     assert train.max() < gpt2_tokenizer.GPT2_VOCAB_SIZE
     # The workspace the agent starts from, and a verdict of the scoring program on it at full scale.
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
     assert {"train.py", "answer.json", "example_config.py", "model.py", "data"} <= {p.name for p in workspace.iterdir()}
-    scored = run_scoring_program(environment, workspace, protected, scale="full")
+    scored = run_scoring_program(ENVIRONMENTS["scaling_law"], workspace, protected, scale="full")
     assert scored.returncode == 0, scored.stderr[-2000:]
     assert json.loads((protected / "result.json").read_text())["valid"] in (True, False)
+
+
+def test_full_scale_restricted_mlm_preparation_from_the_stand_in_makes_the_held_out_tokens(tmp_path):
+    prepare_from_the_stand_in("restricted_mlm", tmp_path)
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
+    meta = json.loads((protected / "meta.json").read_text())  # what the scorer opens first
+    val = np.fromfile(protected / "val.bin", dtype="<u2")
+    assert meta["val_tokens"] == len(val) > 0 and meta["train_tokens"] == len(
+        np.fromfile(workspace / "data" / "train.bin", dtype="<u2")
+    )
+    assert (val == gpt2_tokenizer.EOT_ID).sum() == 4000  # the held-out documents, each ended by end-of-text
+    assert (workspace / "data" / "info.json").is_file() and (workspace / "solution" / "masking.py").is_file()
+
+
+def test_full_scale_rust_codecontests_preparation_from_the_stand_in_holds_out_the_test_split(tmp_path):
+    prepare_from_the_stand_in("rust_codecontests", tmp_path)
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
+    test = json.loads((protected / "data" / "test_problems.json").read_text())  # what the scorer reads
+    dev = json.loads((workspace / "data" / "dev_problems.json").read_text())
+    assert len(test) == 165 and dev
+    assert not {problem["name"] for problem in test} & {problem["name"] for problem in dev}
+    assert all("solutions" not in problem for problem in test + dev)
 
 
 def _parquet_texts(content: bytes) -> list[str]:
