@@ -108,14 +108,14 @@ def full_requirements(environment: EnvironmentSpec) -> list[Path]:
 
 def fill_wheel_cache(requirements: list[Path], cache: Path) -> None:
     """Download the wheels of `requirements` (with their dependencies, the NVIDIA CUDA wheels among them) into `cache`
-    once; later builds find them there. The host's Python must be the image's (3.11 on the Debian base) for the
-    cache to match: where it is not, the build's pip downloads what it misses from the index itself."""
+    once; later builds find them there. One download per file, as each is installed in a layer of its own (the
+    environment's may replace the base's torch). The host's Python must be the image's (3.11 on the Debian base) for
+    the cache to match: where it is not, the build's pip downloads what it misses from the index itself."""
     cache.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "--dest", str(cache)]
     for requirement in requirements:
-        command += ["-r", str(requirement)]
-    # A space overrides configured find-links: they may hold a CPU torch, which `torch==X` would match (X+cpu).
-    subprocess.run(command, check=True, env={**os.environ, "PIP_FIND_LINKS": " "})
+        command = [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "--dest", str(cache)]
+        # A space overrides configured find-links: they may hold a CPU torch, which `torch==X` would match (X+cpu).
+        subprocess.run([*command, "-r", str(requirement)], check=True, env={**os.environ, "PIP_FIND_LINKS": " "})
 
 
 def add_environment_build_files(environment: EnvironmentSpec, served: Path) -> None:
