@@ -369,6 +369,24 @@ def code_contests(repo_id: str = "deepmind/code_contests") -> HubRepo:
     return HubRepo("dataset", repo_id, files)
 
 
+def tiny_deepseek_coder(repo_id: str = "deepseek-ai/deepseek-coder-1.3b-base") -> HubRepo:
+    """deepseek-coder's family at toy size (LlamaForCausalLM, byte-level BPE with its special tokens), made by the
+    smoke scale's own code (make_base_model.py in the LLM Foundry venv of this host): the files `save_pretrained`
+    writes, which the full scale's `snapshot_download` then fetches by the same patterns."""
+    from rebench.optimize_llm_foundry.sandbox import prepare as foundry
+
+    smoke = foundry.SETTINGS["smoke"]
+    with tempfile.TemporaryDirectory(prefix="rebench-standin-") as folder:
+        texts, model = Path(folder) / "rows.jsonl", Path(folder) / "model"
+        foundry.write_rows(
+            texts, foundry.generate_rows(smoke["rows"], smoke["visible_seed"], smoke["functions_per_row"])
+        )
+        foundry.run_helper(
+            "tiny", str(model), "--texts", str(texts), "--settings", json.dumps(smoke["base_model"]["make"])
+        )
+        return HubRepo("model", repo_id, {path.name: path.read_bytes() for path in sorted(model.iterdir())})
+
+
 # Which stand-in repositories each environment's full-scale preparation downloads (the repositories its
 # prepare.py names; optimize_kernel downloads nothing).
 ASSETS: dict[str, Callable[[], list[HubRepo]]] = {
@@ -385,6 +403,7 @@ ASSETS: dict[str, Callable[[], list[HubRepo]]] = {
         tiny_gpt2("vicgalle/gpt2-alpaca", seed=3),
     ],
     "rust_codecontests": lambda: [code_contests()],
+    "optimize_llm_foundry": lambda: [tiny_deepseek_coder()],
 }
 
 
