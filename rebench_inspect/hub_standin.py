@@ -20,6 +20,7 @@ import http.server
 import io
 import json
 import re
+import subprocess
 import tempfile
 import threading
 import urllib.parse
@@ -373,17 +374,25 @@ def tiny_deepseek_coder(repo_id: str = "deepseek-ai/deepseek-coder-1.3b-base") -
     """deepseek-coder's family at toy size (LlamaForCausalLM, byte-level BPE with its special tokens), made by the
     smoke scale's own code (make_base_model.py in the LLM Foundry venv of this host): the files `save_pretrained`
     writes, which the full scale's `snapshot_download` then fetches by the same patterns."""
+    from rebench.environments import ENVIRONMENTS
     from rebench.optimize_llm_foundry.sandbox import prepare as foundry
+    from rebench.optimize_llm_foundry.sandbox import stack
+
+    from .staging import sandbox_command, stage_tree
 
     smoke = foundry.SETTINGS["smoke"]
     with tempfile.TemporaryDirectory(prefix="rebench-standin-") as folder:
-        texts, model = Path(folder) / "rows.jsonl", Path(folder) / "model"
+        texts, model, code = Path(folder) / "rows.jsonl", Path(folder) / "model", Path(folder) / "code"
         foundry.write_rows(
             texts, foundry.generate_rows(smoke["rows"], smoke["visible_seed"], smoke["functions_per_row"])
         )
-        foundry.run_helper(
-            "tiny", str(model), "--texts", str(texts), "--settings", json.dumps(smoke["base_model"]["make"])
+        # The stack's Python runs the staged tree, as preparation does in the image.
+        stage_tree(ENVIRONMENTS["optimize_llm_foundry"], code)
+        arguments = ["tiny", str(model), "--texts", str(texts), "--settings", json.dumps(smoke["base_model"]["make"])]
+        command, cwd = sandbox_command(
+            f"{foundry.__package__}.make_base_model", arguments, python=str(stack.llm_foundry_python()), code_dir=code
         )
+        subprocess.run(command, cwd=cwd, check=True, capture_output=True, timeout=900)
         return HubRepo("model", repo_id, {path.name: path.read_bytes() for path in sorted(model.iterdir())})
 
 

@@ -121,3 +121,19 @@ def _parquet_texts(content: bytes) -> list[str]:
     import pyarrow.parquet as pq
 
     return pq.read_table(io.BytesIO(content)).column("text").to_pylist()
+
+
+def test_full_scale_llm_foundry_preparation_downloads_the_base_model_from_the_stand_in(tmp_path):
+    from rebench.optimize_llm_foundry.sandbox import stack
+
+    if stack.stack_problem():
+        pytest.skip(stack.stack_problem())
+    _, served = prepare_from_the_stand_in("optimize_llm_foundry", tmp_path)
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
+    # snapshot_download by the full scale's patterns: config and tokenizer files, then the safetensors weights.
+    assert any("model.safetensors" in request for request in served)
+    for folder in (protected / "base_model", workspace / "base_model"):
+        assert {"config.json", "tokenizer.json", "model.safetensors"} <= {path.name for path in folder.iterdir()}
+    meta = json.loads((protected / "meta.json").read_text())
+    assert meta["base_model"]["source"] == "deepseek-ai/deepseek-coder-1.3b-base@main"
+    assert len((protected / "heldout" / "train_data.jsonl").read_text().splitlines()) == 1000
