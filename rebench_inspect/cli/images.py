@@ -81,8 +81,8 @@ def run_rehearse(args: argparse.Namespace) -> int:
             f"{name}: built {rehearsal.tag} in {rehearsal.build_s / 60:.1f} min; image {rehearsal.image_gb:.1f} GB "
             f"(shared base {rehearsal.base_gb:.1f} GB); {len(rehearsal.hub_requests)} requests to the stand-in hub"
         )
-        for missed in rehearsal.hub_misses:
-            print(f"  the stand-in hub had nothing for: {missed}")
+        if rehearsal.hub_misses:  # optional files the client probes for; where preparation failed, what it lacked
+            print(f"  the stand-in hub answered 404 to: {', '.join(rehearsal.hub_misses)}")
         for problem in rehearsal.check.problems:
             print(f"  PROBLEM {problem}")
         print(f"{name}: image check {'FAILED' if rehearsal.check.problems else 'passed'}")
