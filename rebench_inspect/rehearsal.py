@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import subprocess
 import tarfile
 import time
@@ -204,7 +205,7 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
         run_as="agent",
         scratch=CONTAINER_SCORING_SCRATCH,
     )
-    steps = [f"mkdir -p {code} && tar -x -C {code} && cd {cwd}"]
+    script = f"mkdir -p {code} && tar -x -C {code} && cd {shlex.quote(cwd)} || exit 8; "
     if not needs_gpus:
         setup, _ = prepare_command(
             environment,
@@ -215,21 +216,10 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
             protected=CONTAINER_PROTECTED,
             setup=True,
         )
-        steps.append(" ".join(setup) + " >/tmp/setup.log 2>&1 || { cat /tmp/setup.log; exit 9; }")
-    steps.append(" ".join(score) + '; echo "exit=$?"; cat /tmp/result.json 2>/dev/null || true')
+        script += f"{shlex.join(setup)} >/tmp/setup.log 2>&1 || {{ cat /tmp/setup.log; exit 9; }}; "
+    script += f'{shlex.join(score)}; echo "exit=$?"; cat /tmp/result.json 2>/dev/null || true'
     done = subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "-i",
-            "--network",
-            "none",
-            tag,
-            "sh",
-            "-c",
-            " && ".join(steps[:-1]) + "; " + steps[-1],
-        ],
+        ["docker", "run", "--rm", "-i", "--network", "none", tag, "sh", "-c", script],
         input=_staged_archive(environment),
         capture_output=True,
         timeout=900,

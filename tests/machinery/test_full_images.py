@@ -213,3 +213,30 @@ def test_full_scale_scoring_without_its_gpus_refuses_with_a_clear_sentence(tmp_p
     assert "full-scale scoring needs 1 GPU(s) and this sandbox sees 0" in done.stderr
     assert rehearsal.GPU_REFUSAL.search(done.stderr) and NO_GPU.text.startswith("full-scale scoring needs")
     assert not (tmp_path / "protected" / "result.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "stdout", "stderr", "expected"),
+    [
+        ("optimize_kernel", "exit=2\n", f"scoring could not run: {NO_GPU.format(needed=1, visible=0)}", None),
+        ("optimize_kernel", 'exit=0\n{"valid": false}', "", "without saying it needs GPUs"),
+        ("scaling_law", 'exit=0\n{"valid": true, "raw": 0.5}', "", None),
+        ("scaling_law", "exit=2\n", "scoring could not run: missing data", "gave no verdict"),
+        ("scaling_law", "", "setup failed", "did not start"),
+    ],
+)
+def test_the_scoring_check_wants_a_refusal_where_scoring_needs_gpus_and_a_verdict_elsewhere(
+    monkeypatch, name, stdout, stderr, expected
+):
+    ran: list[str] = []
+
+    def docker_run(args, **kwargs):
+        ran.append(args[-1])
+        return subprocess.CompletedProcess(args, 0, stdout.encode(), stderr.encode())
+
+    monkeypatch.setattr(rehearsal.subprocess, "run", docker_run)
+    problems, _ = rehearsal.scoring_problems("some-image", ENVIRONMENTS[name])
+    assert (problems == []) if expected is None else (len(problems) == 1 and expected in problems[0])
+    # Task setup runs first only where it needs no GPU; scoring always, with the arguments the task gives it.
+    assert ("sandbox.prepare" in ran[0]) == (name == "scaling_law")
+    assert f"rebench.{name}.sandbox.score" in ran[0] and "--scale full" in ran[0] and "--run-as agent" in ran[0]
