@@ -137,3 +137,25 @@ def test_full_scale_llm_foundry_preparation_downloads_the_base_model_from_the_st
     meta = json.loads((protected / "meta.json").read_text())
     assert meta["base_model"]["source"] == "deepseek-ai/deepseek-coder-1.3b-base@main"
     assert len((protected / "heldout" / "train_data.jsonl").read_text().splitlines()) == 1000
+
+
+def test_full_scale_fix_embedding_preparation_from_the_stand_in_converts_the_gpt2_models(tmp_path):
+    from rebench.fix_embedding.sandbox import prepare
+
+    _, served = prepare_from_the_stand_in("fix_embedding", tmp_path)
+    workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
+    for repo in ("openai-community/gpt2-xl", "openai-community/gpt2"):
+        assert any(f"/{repo}/resolve/" in request and "model.safetensors" in request for request in served), repo
+    assert set(prepare.WORKSPACE_FILES) <= {path.name for path in workspace.iterdir()}
+    assert set(prepare.PROTECTED_FILES) <= {path.name for path in protected.iterdir()}
+
+
+def test_full_scale_finetune_target_preparation_from_the_stand_in_writes_the_held_out_prompts(tmp_path):
+    from rebench.finetune_target.sandbox import prepare
+
+    _, served = prepare_from_the_stand_in("finetune_target", tmp_path)
+    protected = tmp_path / "home" / "protected"
+    assert any("/datasets/tatsu-lab/alpaca/resolve/" in request for request in served)
+    assert any("/vicgalle/gpt2-alpaca/resolve/" in request for request in served)
+    assert set(prepare.PROTECTED_FILES) <= {path.name for path in protected.iterdir()}
+    assert len((protected / "heldout.jsonl").read_text().splitlines()) == prepare.SETTINGS["full"]["heldout_prompts"]
