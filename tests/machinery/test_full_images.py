@@ -40,7 +40,7 @@ def recorded_builds(monkeypatch, tmp_path):
     monkeypatch.setattr(images, "ensure_debian_parent", lambda: calls.append(["debootstrap"]))
     monkeypatch.setattr(images, "fill_wheel_cache", lambda requirements, cache: calls.append(["fill", str(cache)]))
     monkeypatch.setenv("REBENCH_WHEEL_CACHE", str(cache))
-    monkeypatch.setenv("REBENCH_BUILD_FILES_PORT", "0")
+    monkeypatch.setattr(images, "BUILD_FILES_PORT", 0)  # any free port: a real build may hold the fixed one
     return calls, served
 
 
