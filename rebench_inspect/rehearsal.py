@@ -51,6 +51,9 @@ FIDELITY_PINS: dict[str, dict[str, dict[str, str]]] = {
 CORE_CUDA_LIBRARIES = ("libcudart", "libcublas", "libcudnn", "libnccl")
 # A full-scale scoring program that needs GPUs says so in this sentence (sandbox_lib.program.NO_GPU).
 GPU_REFUSAL = re.compile(r"needs \d+ GPU")
+# Scoring programs that call a service the task opens on the host for each scoring run (rust_codecontests' scaffold
+# model proxy) cannot give a verdict in a bare container: they must stop with the sentence that names it.
+HOST_SERVICE_REFUSAL = {"rust_codecontests": "no scoring model proxy was opened"}
 
 
 @dataclass
@@ -191,7 +194,7 @@ def _staged_archive(environment: EnvironmentSpec) -> bytes:
 def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str], dict[str, object]]:
     """Start the scoring program in the image as a task would (staged tree in, task setup first where it needs no GPU),
     without a GPU: a scoring program that needs GPUs must refuse with the sentence that says so (exit 2, no result);
-    one that needs none must give a verdict."""
+    one that calls a host service must name the missing service; any other must give a verdict."""
     code = f"{CONTAINER_PROTECTED}/code"
     needs_gpus = scoring_gpus(environment) > 0
     score, cwd = scoring_command(
@@ -238,6 +241,13 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
         if status != 2 or not GPU_REFUSAL.search(err):
             return [
                 f"without a GPU the scoring program exited {status} without saying it needs GPUs: {err[-800:]}"
+            ], facts
+        return [], facts
+    service = HOST_SERVICE_REFUSAL.get(environment.name)
+    if service is not None:
+        if status != 2 or service not in err:
+            return [
+                f"without its host service the scoring program exited {status} without naming it: {err[-800:]}"
             ], facts
         return [], facts
     result = out[exit_line.end() :].strip()

@@ -223,6 +223,8 @@ def test_full_scale_scoring_without_its_gpus_refuses_with_a_clear_sentence(tmp_p
         ("scaling_law", 'exit=0\n{"valid": true, "raw": 0.5}', "", None),
         ("scaling_law", "exit=2\n", "scoring could not run: missing data", "gave no verdict"),
         ("scaling_law", "", "setup failed", "did not start"),
+        ("rust_codecontests", "exit=2\n", "scoring could not run: ...: no scoring model proxy was opened", None),
+        ("rust_codecontests", 'exit=0\n{"valid": false}', "", "without naming it"),
     ],
 )
 def test_the_scoring_check_wants_a_refusal_where_scoring_needs_gpus_and_a_verdict_elsewhere(
@@ -238,5 +240,5 @@ def test_the_scoring_check_wants_a_refusal_where_scoring_needs_gpus_and_a_verdic
     problems, _ = rehearsal.scoring_problems("some-image", ENVIRONMENTS[name])
     assert (problems == []) if expected is None else (len(problems) == 1 and expected in problems[0])
     # Task setup runs first only where it needs no GPU; scoring always, with the arguments the task gives it.
-    assert ("sandbox.prepare" in ran[0]) == (name == "scaling_law")
+    assert ("sandbox.prepare" in ran[0]) == (name in ("scaling_law", "rust_codecontests"))
     assert f"rebench.{name}.sandbox.score" in ran[0] and "--scale full" in ran[0] and "--run-as agent" in ran[0]
