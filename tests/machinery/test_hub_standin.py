@@ -139,6 +139,8 @@ def test_full_scale_llm_foundry_preparation_downloads_the_base_model_from_the_st
     assert len((protected / "heldout" / "train_data.jsonl").read_text().splitlines()) == 1000
 
 
+# Slow tier: evaluating GPT-2-vocabulary models on 1024-token windows takes about 2 minutes on 2 cores.
+@pytest.mark.slow
 def test_full_scale_fix_embedding_preparation_from_the_stand_in_converts_the_gpt2_models(tmp_path):
     from rebench.fix_embedding.sandbox import prepare
 
@@ -150,6 +152,8 @@ def test_full_scale_fix_embedding_preparation_from_the_stand_in_converts_the_gpt
     assert set(prepare.PROTECTED_FILES) <= {path.name for path in protected.iterdir()}
 
 
+# Slow tier: two models answer 2 x 512 held-out prompts (GPT-2's vocabulary on a CPU): about 15 minutes on 2 cores.
+@pytest.mark.slow
 def test_full_scale_finetune_target_preparation_from_the_stand_in_writes_the_held_out_prompts(tmp_path):
     from rebench.finetune_target.sandbox import prepare
 
