@@ -19,11 +19,7 @@ from .environment import EnvironmentSpec
 # CUDA major release runs on (NVIDIA's CUDA compatibility tables: 12.x from 525.60.13, 13.x from 580.65.06).
 TORCH_CUDA = {"2.13.0": "13.0", "2.3.1": "12.1"}
 MINIMUM_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
-# The torch releases in each environment's full image (the shared base's, and optimize_kernel's and LLM Foundry's own).
-IMAGE_TORCH = {
-    "optimize_kernel": ("2.3.1",),
-    "optimize_llm_foundry": ("2.13.0", "2.3.1"),
-}
+# The shared base's torch; an environment whose image holds others says so in its full_image.IMAGE_TORCH.
 BASE_TORCH = "2.13.0"
 # nvidia-smi reports MiB; a card sold as "80GB" shows a little less or more than 80e9 bytes (H100: 81559 MiB).
 GPU_MEMORY_SLACK = 0.95
@@ -42,7 +38,10 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 def minimum_driver(environment: EnvironmentSpec) -> str:
     """The oldest driver that runs every CUDA release in the environment's full image."""
-    releases = [TORCH_CUDA[torch] for torch in IMAGE_TORCH.get(environment.name, (BASE_TORCH,))]
+    from .images import full_image_module
+
+    torches = getattr(full_image_module(environment), "IMAGE_TORCH", (BASE_TORCH,))
+    releases = [TORCH_CUDA[torch] for torch in torches]
     return max((MINIMUM_DRIVER[release.split(".")[0]] for release in releases), key=_version_tuple)
 
 

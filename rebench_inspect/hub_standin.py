@@ -20,14 +20,15 @@ import http.server
 import io
 import json
 import re
-import subprocess
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from .environment import EnvironmentSpec
 
 RepoKind = Literal["model", "dataset"]
 # One fixed commit for every repository: the client only needs a 40-hex revision to name its cache folders.
@@ -252,7 +253,7 @@ def parquet_bytes(columns: dict[str, list[str]]) -> bytes:
 
 # OpenWebText as the hub serves it since its conversion from a loading script: Parquet shards with one `text` column
 # under plain_text/ (80 shards in the real repository; the rehearsal serves 2 of that naming, short documents, more
-# than the 4000 that restricted_mlm holds out).
+# than the 4000 that the environments hold out).
 OPENWEBTEXT_SHARDS = 80
 
 
@@ -283,140 +284,10 @@ def _saved_files(model) -> dict[str, bytes]:
         return {path.name: path.read_bytes() for path in sorted(Path(folder).iterdir()) if path.is_file()}
 
 
-def alpaca(repo_id: str = "tatsu-lab/alpaca", rows: int = 1200) -> HubRepo:
-    """Alpaca's one Parquet file (columns instruction, input, output, text), with generated instructions."""
-    documents = generated_documents(rows * 2, seed=52002)
-    instructions = [text[:200] for text in documents[:rows]]
-    outputs = [text[:300] for text in documents[rows:]]
-    inputs = ["" if index % 3 else documents[index][:80] for index in range(rows)]
-    texts = [
-        f"### Instruction:\n{instruction}\n\n### Input:\n{extra}\n\n### Response:\n{output}"
-        for instruction, extra, output in zip(instructions, inputs, outputs, strict=True)
-    ]
-    columns = {"instruction": instructions, "input": inputs, "output": outputs, "text": texts}
-    return HubRepo("dataset", repo_id, {"data/train-00000-of-00001-a09b74b3ef9c3b56.parquet": parquet_bytes(columns)})
+def assets_for(environment: EnvironmentSpec) -> list[HubRepo]:
+    """The stand-in repositories `environment`'s full-scale preparation downloads: the `hub_repos()` of its
+    `full_image` module (tasks/<env>/full_image.py; none: it downloads nothing from the hub)."""
+    from .images import full_image_module
 
-
-# CodeContests' split sizes the preparation relies on: the held-out test split has the paper's 165 problems.
-CODE_CONTESTS_SPLITS = {"test": 165, "valid": 12, "train": 60}
-
-
-def code_contests(repo_id: str = "deepmind/code_contests") -> HubRepo:
-    """CodeContests' Parquet layout (data/<split>-NNNNN-of-NNNNN-<hash>.parquet; the hashes are made up) and columns,
-    with generated problems: an echo task each, public/private/generated tests, Codeforces and other sources."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tests = pa.struct([("input", pa.list_(pa.string())), ("output", pa.list_(pa.string()))])
-    solutions = pa.struct([("language", pa.list_(pa.int64())), ("solution", pa.list_(pa.string()))])
-    schema = pa.schema(
-        [
-            ("name", pa.string()),
-            ("description", pa.string()),
-            ("public_tests", tests),
-            ("private_tests", tests),
-            ("generated_tests", tests),
-            ("source", pa.int64()),
-            ("difficulty", pa.int64()),
-            ("solutions", solutions),
-            ("incorrect_solutions", solutions),
-            ("cf_contest_id", pa.int64()),
-            ("cf_index", pa.string()),
-            ("cf_points", pa.float32()),
-            ("cf_rating", pa.int64()),
-            ("cf_tags", pa.list_(pa.string())),
-            ("is_description_translated", pa.bool_()),
-            ("untranslated_description", pa.string()),
-            ("time_limit", pa.struct([("seconds", pa.int64()), ("nanos", pa.int64())])),
-            ("memory_limit_bytes", pa.int64()),
-            ("input_file", pa.string()),
-            ("output_file", pa.string()),
-        ]
-    )
-    files = {}
-    for split, count in CODE_CONTESTS_SPLITS.items():
-        rows: list[dict[str, object]] = []
-        for index in range(count):
-            cases = [f"{split} {index} {case}\n" for case in range(3)]
-            rows.append(
-                {
-                    "name": f"{1000 + index}_{split.upper()[0]}. Echo {index}",
-                    "description": "Print the line you are given.",
-                    "public_tests": {"input": cases[:1], "output": cases[:1]},
-                    "private_tests": {"input": cases[1:2], "output": cases[1:2]},
-                    "generated_tests": {"input": cases[2:], "output": cases[2:]},
-                    "source": 2 if index % 2 else 1,
-                    "difficulty": 7 if index % 3 else 1,
-                    "solutions": {"language": [2], "solution": ["fn main() {}"]},
-                    "incorrect_solutions": {"language": [], "solution": []},
-                    "cf_contest_id": 1000 + index,
-                    "cf_index": "A",
-                    "cf_points": 500.0,
-                    "cf_rating": 800 + 100 * (index % 8),
-                    "cf_tags": ["implementation"],
-                    "is_description_translated": False,
-                    "untranslated_description": "",
-                    "time_limit": {"seconds": 2, "nanos": 0},
-                    "memory_limit_bytes": 256 * 1024 * 1024,
-                    "input_file": "",
-                    "output_file": "",
-                }
-            )
-        table = pa.Table.from_pylist(rows, schema=schema)
-        buffer = io.BytesIO()
-        pq.write_table(table, buffer)
-        digest = hashlib.sha1(split.encode()).hexdigest()[:16]
-        files[f"data/{split}-00000-of-00001-{digest}.parquet"] = buffer.getvalue()
-    return HubRepo("dataset", repo_id, files)
-
-
-def tiny_deepseek_coder(repo_id: str = "deepseek-ai/deepseek-coder-1.3b-base") -> HubRepo:
-    """deepseek-coder's family at toy size (LlamaForCausalLM, byte-level BPE with its special tokens), made by the
-    smoke scale's own code (make_base_model.py in the LLM Foundry venv of this host): the files `save_pretrained`
-    writes, which the full scale's `snapshot_download` then fetches by the same patterns."""
-    from rebench.environments import ENVIRONMENTS
-    from rebench.optimize_llm_foundry.sandbox import prepare as foundry
-    from rebench.optimize_llm_foundry.sandbox import stack
-
-    from .staging import sandbox_command, stage_tree
-
-    smoke = foundry.SETTINGS["smoke"]
-    with tempfile.TemporaryDirectory(prefix="rebench-standin-") as folder:
-        texts, model, code = Path(folder) / "rows.jsonl", Path(folder) / "model", Path(folder) / "code"
-        foundry.write_rows(
-            texts, foundry.generate_rows(smoke["rows"], smoke["visible_seed"], smoke["functions_per_row"])
-        )
-        # The stack's Python runs the staged tree, as preparation does in the image.
-        stage_tree(ENVIRONMENTS["optimize_llm_foundry"], code)
-        arguments = ["tiny", str(model), "--texts", str(texts), "--settings", json.dumps(smoke["base_model"]["make"])]
-        command, cwd = sandbox_command(
-            f"{foundry.__package__}.make_base_model", arguments, python=str(stack.llm_foundry_python()), code_dir=code
-        )
-        subprocess.run(command, cwd=cwd, check=True, capture_output=True, timeout=900)
-        return HubRepo("model", repo_id, {path.name: path.read_bytes() for path in sorted(model.iterdir())})
-
-
-# Which stand-in repositories each environment's full-scale preparation downloads (the repositories its
-# prepare.py names; optimize_kernel downloads nothing).
-ASSETS: dict[str, Callable[[], list[HubRepo]]] = {
-    "scaling_law": lambda: [openwebtext()],
-    "restricted_mlm": lambda: [openwebtext()],
-    "fix_embedding": lambda: [
-        openwebtext(),
-        tiny_gpt2("openai-community/gpt2-xl", seed=1),
-        tiny_gpt2("openai-community/gpt2", seed=2),
-    ],
-    "finetune_target": lambda: [
-        alpaca(),
-        tiny_gpt2("openai-community/gpt2-xl", seed=1),
-        tiny_gpt2("vicgalle/gpt2-alpaca", seed=3),
-    ],
-    "rust_codecontests": lambda: [code_contests()],
-    "optimize_llm_foundry": lambda: [tiny_deepseek_coder()],
-}
-
-
-def assets_for(environment: str) -> list[HubRepo]:
-    """The stand-in repositories for `environment` (empty: its preparation downloads nothing from the hub)."""
-    make = ASSETS.get(environment)
-    return make() if make else []
+    module = full_image_module(environment)
+    return list(module.hub_repos()) if module is not None and hasattr(module, "hub_repos") else []

@@ -12,7 +12,7 @@ import pwd
 import stat
 import subprocess
 
-# Python environments of the images: the shared venv, and optimize_llm_foundry's LLM Foundry venv.
+# Python environments of the images: the shared venv, and the LLM Foundry stack's own.
 PYTHONS = {"/opt/venv": "/opt/venv/bin/python3", "/opt/llm-foundry": "/opt/llm-foundry/bin/python"}
 ACCOUNTS = ("root", "agent", "rebench-runner", "rebench-trainer")
 PATHS = ("/protected", "/home/agent", "/home/agent/workspace", "/scaling_law_trainer", "/etc/sudoers.d")

@@ -35,6 +35,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from .environment import EnvironmentSpec, Scale
 from .sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
@@ -118,6 +119,19 @@ def fill_wheel_cache(requirements: list[Path], cache: Path) -> None:
         subprocess.run([*command, "-r", str(requirement)], check=True, env={**os.environ, "PIP_FIND_LINKS": " "})
 
 
+def full_image_module(environment: EnvironmentSpec) -> ModuleType | None:
+    """tasks/<env>/full_image.py: what a full image of the environment needs beyond its Dockerfile (the stand-in
+    repositories of a rehearsal, the versions fidelity.md states, the torch releases it holds); None where it has
+    none. Its names: `hub_repos()`, `FIDELITY_PINS`, `IMAGE_TORCH`, `OWN_VENV`, `SCORING_HOST_SERVICE`."""
+    name = f"rebench.{environment.name}.full_image"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as ex:
+        if ex.name != name:
+            raise
+        return None
+
+
 def add_environment_build_files(environment: EnvironmentSpec, served: Path) -> None:
     """Call the function the spec names in `build_files` ("module:function") with the served folder."""
     if environment.build_files is None:
@@ -176,7 +190,7 @@ def build_image(
 
     `base_image`: the base's parent (default: the debootstrap Debian). `hub_endpoint`: a rehearsal's stand-in for the
     Hugging Face hub (preparation downloads from it; the image is tagged `rehearsal_tag`). `flash_attn_wheel`: for
-    optimize_llm_foundry at full scale, flash-attn's prebuilt wheel (a file, served to the build; a URL; or "none")."""
+    LLM Foundry's stack at full scale, flash-attn's prebuilt wheel (a file, served to the build; a URL; or "none")."""
     if base_image is None:
         ensure_debian_parent()
     wheels = local_wheels(scale)

@@ -4,7 +4,8 @@
    real download, conversion and preparation code runs inside the full image on tiny assets of the real formats. The
    environment image gets the tag `images.rehearsal_tag(ENV)`: its data are stand-ins, never the real image's.
 2. The image check (`check_image`), without a GPU: the pinned versions are those of the requirement files and of
-   docs/fidelity.md (`FIDELITY_PINS`); torch's CUDA libraries are there and load; the accounts, owners and modes are
+   docs/fidelity.md (each environment's `full_image.FIDELITY_PINS`); torch's CUDA libraries are there and load; the
+   accounts, owners and modes are
    those the environment's Dockerfile gives at every scale (and those of the smoke image, where one is built here);
    the scoring program starts and, where it needs GPUs, refuses to run without them with a clear message.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from .environment import EnvironmentSpec
 from .gpu_preflight import TORCH_CUDA
 from .hub_standin import assets_for, serve_hub
-from .images import base_tag, build_image, full_requirements, image_exists
+from .images import base_tag, build_image, full_image_module, full_requirements, image_exists
 from .layout import CONTAINER_HOME, CONTAINER_PROTECTED, CONTAINER_SCORING_SCRATCH
 from .sandbox import image_tag, sandbox_folder
 from .staging import prepare_command, scoring_command, staged_tree
@@ -33,27 +34,10 @@ from .staging import prepare_command, scoring_command, staged_tree
 HUB_STANDIN_PORT = 8766
 VENV = "/opt/venv"
 LLM_FOUNDRY_VENV = "/opt/llm-foundry"
-# Versions docs/fidelity.md states that no requirement file pins (they come with another pin); each is written in
-# the environment's rows there (tests/machinery/test_rehearsal.py checks that they are).
-FIDELITY_PINS: dict[str, dict[str, dict[str, str]]] = {
-    "optimize_kernel": {VENV: {"torch": "2.3.1", "triton": "2.3.1", "numpy": "1.26.4"}},
-    "optimize_llm_foundry": {
-        LLM_FOUNDRY_VENV: {
-            "llm-foundry": "0.11.0",
-            "torch": "2.3.1",
-            "mosaicml": "0.23.5",
-            "transformers": "4.43.4",
-            "flash-attn": "2.6.3",
-        }
-    },
-}
 # Libraries without which torch cannot compute on a GPU; every one must load (the driver is not needed for that).
 CORE_CUDA_LIBRARIES = ("libcudart", "libcublas", "libcudnn", "libnccl")
 # A full-scale scoring program that needs GPUs says so in this sentence (sandbox_lib.program.NO_GPU).
 GPU_REFUSAL = re.compile(r"needs \d+ GPU")
-# Scoring programs that call a service the task opens on the host for each scoring run (rust_codecontests' scaffold
-# model proxy) cannot give a verdict in a bare container: they must stop with the sentence that names it.
-HOST_SERVICE_REFUSAL = {"rust_codecontests": "no scoring model proxy was opened"}
 
 
 @dataclass
@@ -74,16 +58,15 @@ def requirement_pins(path: Path) -> dict[str, str]:
 
 def expected_pins(environment: EnvironmentSpec) -> dict[str, dict[str, str]]:
     """Python environment → package → version the full image must hold: the requirement files' pins (the
-    environment's override the base's: optimize_kernel replaces torch), then what fidelity.md states."""
-    venv: dict[str, str] = {}
-    for path in full_requirements(environment):
-        venv.update(requirement_pins(path))
-    pins = {VENV: venv}
-    for python, packages in FIDELITY_PINS.get(environment.name, {}).items():
+    environment's override the base's, e.g. a torch of its own; they go to its `OWN_VENV` where it has one), then the
+    versions docs/fidelity.md states that no requirement file pins (its `FIDELITY_PINS`)."""
+    facts = full_image_module(environment)
+    base, *own = full_requirements(environment)
+    pins = {VENV: requirement_pins(base)}
+    for path in own:
+        pins.setdefault(getattr(facts, "OWN_VENV", VENV), {}).update(requirement_pins(path))
+    for python, packages in getattr(facts, "FIDELITY_PINS", {}).items():
         pins.setdefault(python, {}).update(packages)
-    if environment.name == "optimize_llm_foundry":
-        # The stack's own venv installs llm-foundry's requirement files, not the shared venv's.
-        pins[VENV] = requirement_pins(sandbox_folder("base") / "requirements.txt")
     return pins
 
 
@@ -243,7 +226,9 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
                 f"without a GPU the scoring program exited {status} without saying it needs GPUs: {err[-800:]}"
             ], facts
         return [], facts
-    service = HOST_SERVICE_REFUSAL.get(environment.name)
+    # A scoring program that calls a service the task opens on the host for each scoring run (a model proxy) cannot
+    # give a verdict in a bare container: it must stop with the sentence that names the service.
+    service = getattr(full_image_module(environment), "SCORING_HOST_SERVICE", None)
     if service is not None:
         if status != 2 or service not in err:
             return [
@@ -299,7 +284,7 @@ def rehearse(
 ) -> Rehearsal:
     """Build the environment's full image against the hub stand-in, then check it."""
     started = time.monotonic()
-    with serve_hub(assets_for(environment.name), port=HUB_STANDIN_PORT) as (endpoint, hub):
+    with serve_hub(assets_for(environment), port=HUB_STANDIN_PORT) as (endpoint, hub):
         tag = build_image(
             environment, "full", base_image=base_image, hub_endpoint=endpoint, flash_attn_wheel=flash_attn_wheel
         )

@@ -9,7 +9,7 @@ from .arguments import Parser, add_environment
 
 BASE_IMAGE_HELP = "parent of the shared base image (default: a Debian made here with debootstrap, no registry needed)"
 FLASH_ATTN_HELP = (
-    "optimize_llm_foundry at full scale: flash-attn's prebuilt wheel (a file or URL; PyPI has none), or `none` to "
+    "LLM Foundry's stack at full scale: flash-attn's prebuilt wheel (a file or URL; PyPI has none), or `none` to "
     "leave it out"
 )
 

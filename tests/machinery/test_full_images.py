@@ -176,7 +176,9 @@ def test_the_pins_the_check_expects_are_those_fidelity_md_states():
     fidelity = (REPOSITORY / "docs" / "fidelity.md").read_text()
     names = {"torch": "torch", "triton": "Triton", "numpy": "NumPy", "llm-foundry": "llm-foundry"}
     names |= {"mosaicml": "Composer", "transformers": "transformers", "flash-attn": "flash-attn"}
-    for environment, pythons in rehearsal.FIDELITY_PINS.items():
+    stated = {name: getattr(images.full_image_module(spec), "FIDELITY_PINS", {}) for name, spec in ENVIRONMENTS.items()}
+    assert sorted(name for name, pins in stated.items() if pins) == ["optimize_kernel", "optimize_llm_foundry"]
+    for environment, pythons in stated.items():
         rows = fidelity[fidelity.index(f"## {environment}") :]
         rows = rows[: rows.find("\n## ", 1)]
         for packages in pythons.values():
@@ -185,6 +187,9 @@ def test_the_pins_the_check_expects_are_those_fidelity_md_states():
                 assert re.search(said, rows), (package, version)
     kernel = rehearsal.expected_pins(ENVIRONMENTS["optimize_kernel"])["/opt/venv"]
     assert kernel["torch"] == "2.3.1"  # the environment's requirements replace the base's torch
+    foundry = rehearsal.expected_pins(ENVIRONMENTS["optimize_llm_foundry"])
+    assert foundry["/opt/venv"]["torch"] == "2.13.0"  # the stack's requirements go to its own venv
+    assert foundry["/opt/llm-foundry"]["llm-foundry"] == "0.11.0" and "llm-foundry" not in foundry["/opt/venv"]
 
 
 def test_the_accounts_checked_are_those_the_dockerfiles_create():

@@ -56,7 +56,7 @@ def prepare_from_the_stand_in(name: str, tmp_path) -> tuple[object, list[str]]:
     """Run `name`'s full-scale preparation as the image build does (staged tree, no setup) against the stand-in;
     returns the finished process and the requests the stand-in answered."""
     workspace, protected = tmp_path / "home" / "workspace", tmp_path / "home" / "protected"
-    with serve_hub(assets_for(name)) as (endpoint, hub):
+    with serve_hub(assets_for(ENVIRONMENTS[name])) as (endpoint, hub):
         prepared = run_preparation(
             ENVIRONMENTS[name],
             workspace,
