@@ -47,6 +47,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BUILD_FILES_PORT = int(os.environ.get("REBENCH_BUILD_FILES_PORT", "8765"))
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 REHEARSAL_LABEL = "rebench.rehearsal"
+FLASH_ATTN_LABEL = "rebench.flash-attn-wheel"
 
 
 def base_tag(scale: Scale) -> str:
@@ -239,7 +240,12 @@ def build_image(
                 f"BASE_IMAGE={base_tag(scale)}",
                 "--build-arg",
                 f"SCALE={scale}",
-                *(["--build-arg", f"FLASH_ATTN_WHEEL={flash_attn}"] if flash_attn else []),
+                # The label says which flash-attn the image got ("none": left out, its check fails on that pin).
+                *(
+                    ["--build-arg", f"FLASH_ATTN_WHEEL={flash_attn}", "--label", f"{FLASH_ATTN_LABEL}={flash_attn}"]
+                    if flash_attn
+                    else []
+                ),
                 # Preparation reruns exactly when its code changes (the files arrive over loopback, not by COPY).
                 "--build-arg",
                 f"PREPARE_DIGEST={hashlib.sha256(prepare or b'').hexdigest()[:16]}",

@@ -96,6 +96,7 @@ def test_a_flash_attn_wheel_file_is_served_to_the_build_by_name(recorded_builds,
     wheel.write_bytes(b"wheel")
     images.build_image(ENVIRONMENTS["optimize_llm_foundry"], "full", flash_attn_wheel=str(wheel))
     assert build_args(calls[-1])["FLASH_ATTN_WHEEL"] == wheel.name
+    assert f"{images.FLASH_ATTN_LABEL}={wheel.name}" in calls[-1]  # the image says which flash-attn it got
     assert any(wheel.name.replace("+", "%2B") in listing or wheel.name in listing for listing in served[-1:])
 
 
