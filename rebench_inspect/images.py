@@ -201,7 +201,9 @@ def build_image(
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:
         served = Path(tmp) / "served"
         (served / "wheels").mkdir(parents=True)
-        flash_attn = flash_attn_wheel or ""
+        # Only for an image whose Dockerfile takes it: one command may build several environments.
+        takes_flash_attn = "ARG FLASH_ATTN_WHEEL" in (sandbox_folder(environment.name) / "Dockerfile").read_text()
+        flash_attn = (flash_attn_wheel or "") if takes_flash_attn else ""
         if flash_attn and Path(flash_attn).is_file():
             wheels.append(Path(flash_attn))
             flash_attn = Path(flash_attn).name

@@ -100,6 +100,13 @@ def test_a_flash_attn_wheel_file_is_served_to_the_build_by_name(recorded_builds,
     assert any(wheel.name.replace("+", "%2B") in listing or wheel.name in listing for listing in served[-1:])
 
 
+def test_only_an_image_that_takes_flash_attn_gets_the_wheel_or_its_label(recorded_builds):
+    calls, _ = recorded_builds
+    images.build_image(ENVIRONMENTS["scaling_law"], "full", flash_attn_wheel="none")
+    assert "FLASH_ATTN_WHEEL" not in build_args(calls[-1])
+    assert not any(arg.startswith(images.FLASH_ATTN_LABEL) for arg in calls[-1])
+
+
 def test_a_full_llm_foundry_install_without_a_flash_attn_wheel_stops_first_and_says_what_to_give(tmp_path):
     installer = sandbox_folder("optimize_llm_foundry") / "install_llm_foundry.sh"
     env = {key: value for key, value in os.environ.items() if key != "FLASH_ATTN_WHEEL"}
