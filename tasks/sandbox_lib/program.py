@@ -64,6 +64,11 @@ NO_GPU = Reason(
 )
 
 
+# Set by tests that run the full-scale scoring path at toy size on a CPU; the host never sets it, and the agent cannot
+# set the scoring program's environment.
+FULL_SCALE_ON_CPU = "REBENCH_FULL_SCALE_ON_CPU"
+
+
 def visible_gpus() -> int:
     """The CUDA devices torch can use here (0 without a driver, a device, or a CUDA build of torch)."""
     import torch  # only the scoring programs that need GPUs ask, and they all have torch
@@ -199,7 +204,7 @@ def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None, *
     become_subreaper()
     work: Path | None = None
     try:
-        if args.scale == "full" and gpus_at_full_scale:
+        if args.scale == "full" and gpus_at_full_scale and os.environ.get(FULL_SCALE_ON_CPU) != "1":
             visible = visible_gpus()
             if visible < gpus_at_full_scale:
                 raise InfrastructureError(NO_GPU, needed=gpus_at_full_scale, visible=visible)
