@@ -152,8 +152,9 @@ def test_full_scale_fix_embedding_preparation_from_the_stand_in_converts_the_gpt
     assert set(prepare.PROTECTED_FILES) <= {path.name for path in protected.iterdir()}
 
 
-# Slow tier: two models answer 2 x 512 held-out prompts (GPT-2's vocabulary on a CPU): about 15 minutes on 2 cores.
-@pytest.mark.slow
+# Rehearsal tier (not CI's): two models answer 2 x 512 held-out prompts (GPT-2's vocabulary on a CPU): about 15
+# minutes on 2 cores.
+@pytest.mark.rehearsal
 def test_full_scale_finetune_target_preparation_from_the_stand_in_writes_the_held_out_prompts(tmp_path):
     from rebench.finetune_target.sandbox import prepare
 
