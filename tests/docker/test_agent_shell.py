@@ -12,7 +12,7 @@ from inspect_ai import eval
 from rebench.environments import ENVIRONMENTS, TASKS
 from tests.conftest import scripted_agent, tool_call
 
-from .conftest import DOCKER_ENVIRONMENTS
+from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
 
 pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
 
@@ -42,7 +42,9 @@ def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_ima
         ("python", {"code": "import sys, torch; print(sys.prefix)"}, "/"),
         *INSTRUCTION_COMMANDS.get(name, []),
     ]
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+    task = TASKS[name](
+        scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
+    )
     agent = scripted_agent([tool_call(tool, **arguments) for tool, arguments, _ in calls])
     [log] = eval(task, model=agent, display="none", log_dir=None)
     assert log.status == "success", log.error
