@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .runtime.reference import install_reference_solution, sandbox_check_task
     from .runtime.scoring import SandboxService, run_scoring_program, score_log
     from .runtime.smoke import register_smoke_model, smoke_custom_outputs
+    from .runtime.staging import sandbox_command, stage_tree
     from .runtime.state import current_layout
     from .runtime.task import build_task
     from .spec.choices import not_one_of
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         Transform,
     )
     from .spec.normalise import final_entry, score_entry
+    from .tools.hub_standin import HubRepo, generated_documents, openwebtext, parquet_bytes, tiny_gpt2
 
 # Public name → the module that defines it.
 _LAZY = {
@@ -58,6 +60,11 @@ _LAZY = {
     **dict.fromkeys(["install_reference_solution", "sandbox_check_task"], "runtime.reference"),
     **dict.fromkeys(["DEFAULT_BUDGET_USD", "ModelRoleProxy", "PriceTable", "ledger_key"], "runtime.model_proxy"),
     **dict.fromkeys(["register_smoke_model", "smoke_custom_outputs"], "runtime.smoke"),
+    **dict.fromkeys(["sandbox_command", "stage_tree"], "runtime.staging"),
+    # What an environment's full_image.py gives a rehearsal's stand-in hub.
+    **dict.fromkeys(
+        ["HubRepo", "generated_documents", "openwebtext", "parquet_bytes", "tiny_gpt2"], "tools.hub_standin"
+    ),
 }
 # Written out for the linters and type checkers (tests/contract/test_layers.py keeps it equal to `_LAZY`).
 __all__ = [
@@ -68,6 +75,7 @@ __all__ = [
     "CommonParameters",
     "EnvironmentSpec",
     "FinalRule",
+    "HubRepo",
     "ModelRoleProxy",
     "PriceTable",
     "ResolvedEnvironment",
@@ -80,17 +88,23 @@ __all__ = [
     "current_layout",
     "environment_task",
     "final_entry",
+    "generated_documents",
     "in_rebench_namespace",
     "install_reference_solution",
     "ledger_key",
     "not_one_of",
+    "openwebtext",
+    "parquet_bytes",
     "register_smoke_model",
     "resolve",
     "run_scoring_program",
+    "sandbox_command",
     "sandbox_check_task",
     "score_entry",
     "score_log",
     "smoke_custom_outputs",
+    "stage_tree",
+    "tiny_gpt2",
 ]
 
 

@@ -1,10 +1,6 @@
 """Shared fixtures: offline mock agents and a toy environment that exercises the machinery in milliseconds."""
 
-import os
-import pwd
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,8 +10,9 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from rebench_inspect.spec.environment import Anchors, EnvironmentSpec, Resources, Transform
 
-# The tiers' time budgets (rebench_inspect/testing/plugin.py); pytester for the test of that plugin.
-pytest_plugins = ["rebench_inspect.testing.plugin", "pytester"]
+# The tiers' time budgets (rebench_inspect/testing/plugin.py), every environment's fixtures (fixtures.py there);
+# pytester for the test of the budgets.
+pytest_plugins = ["rebench_inspect.testing.plugin", "rebench_inspect.testing.fixtures", "pytester"]
 
 TOY_FOLDER = Path(__file__).parent / "toy_environment"
 
@@ -53,24 +50,6 @@ def file_every_user_can_write() -> Iterator[Path]:
     evidence.chmod(0o666)
     yield evidence
     shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def second_user() -> str:
-    """An unprivileged user that can run this interpreter with torch: the image's `agent` where it exists (the Docker
-    tier runs the tests that use this inside the images: tests/docker/test_hacks_in_container.py), else `nobody`.
-    Skips without root or without such a user."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch users")
-    for name in ("agent", "nobody"):
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            continue
-        probe = [sys.executable, "-c", "import torch"]
-        if subprocess.run(["runuser", "-u", name, "--", *probe], capture_output=True, timeout=300).returncode == 0:
-            return name
-    pytest.skip(f"no user 'agent' or 'nobody' can run {sys.executable} with torch")
 
 
 def _usage() -> ModelUsage:

@@ -23,6 +23,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         metavar="ROLE=MODEL",
         help="model for a role the environment's services use (e.g. scaffold=openai/gpt-3.5-turbo-0125)",
     )
+    score.add_argument(
+        "--log-dir", help="keep the eval log of this scoring there (its transcript times each step); default: none kept"
+    )
     score.set_defaults(run=run)
 
 
@@ -41,6 +44,6 @@ def run(args: argparse.Namespace) -> int:
             if known
             else f"--model-role: {environment.name} uses no model roles"
         )
-    result = score_workspace(environment.at(args.scale), args.workspace, environment_task, roles)
+    result = score_workspace(environment.at(args.scale), args.workspace, environment_task, roles, log_dir=args.log_dir)
     print(json.dumps(result, indent=2))
     return 0

@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 from importlib.resources import files
@@ -189,9 +188,12 @@ def docker_problems(environment: ResolvedEnvironment) -> list[str]:
     import docker  # a heavy import, only needed here
     from docker.errors import DockerException, ImageNotFound
 
+    from .gpu_preflight import gpu_problems  # driver, GPU count and memory, the host's CPUs and memory
+
     scale = environment.scale
     image = image_tag(environment.name, scale)
     gpus_needed = environment.resources.gpus
+    machine = gpu_problems(environment.spec) if scale == "full" else []
     try:
         client = docker.from_env(timeout=5)
         info = client.info()
@@ -201,15 +203,13 @@ def docker_problems(environment: ResolvedEnvironment) -> list[str]:
                 f"no Docker engine is reachable ({ex.__class__.__name__}): start Docker (on a machine with only the "
                 "client, as root: `bash sandboxes/engine.sh install && bash sandboxes/engine.sh start`), "
                 "or use --sandbox local / k8s"
-            )
+            ),
+            *machine,
         ]
     problems: list[str] = []
     if gpus_needed and "nvidia" not in (info.get("Runtimes") or {}):
         problems.append("Docker has no NVIDIA runtime: install the NVIDIA Container Toolkit")
-    if gpus_needed:
-        visible = _visible_gpu_count()
-        if visible is not None and visible < gpus_needed:
-            problems.append(f"{environment.name} needs {gpus_needed} GPU(s) per sample; nvidia-smi lists {visible}")
+    problems += machine
     try:
         client.images.get(image)
     except ImageNotFound:
@@ -232,16 +232,6 @@ def local_problems(environment: EnvironmentSpec) -> list[str]:
     if check.returncode == 0:
         return []
     return [check.stdout.strip() or check.stderr.strip() or f"{environment.local_check} exited {check.returncode}"]
-
-
-def _visible_gpu_count() -> int | None:
-    if shutil.which("nvidia-smi") is None:
-        return 0
-    try:
-        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return sum(1 for line in listing.stdout.splitlines() if line.startswith("GPU "))
 
 
 def sandbox_on_the_command_line(argv: list[str], environ: dict[str, str]) -> str | None:

@@ -63,11 +63,13 @@ def score_workspace(
     environment_task: Task | None = None,
     model_roles: dict[str, str] | None = None,
     measure_anchors: bool = True,
+    log_dir: str | None = None,
 ) -> dict:
     """Score a host directory as one scoring run of an eval would (local sandbox): the environment's own scorer,
     with the services it opens around scoring (model proxies at their scale's models; `model_roles` overrides).
     `workspace=None` scores the environment's starting workspace as its setup lays it out. A timed environment at
-    smoke scale measures its anchors first (`measured_anchors`) unless not `measure_anchors` (the fixed ones)."""
+    smoke scale measures its anchors first (`measured_anchors`) unless not `measure_anchors` (the fixed ones).
+    `log_dir` keeps the eval log of the scoring (its transcript times each step); default: none kept."""
     if workspace is not None and not workspace.is_dir():
         raise ValueError(f"{workspace} is not a directory")
     environment_task = environment_task or build_task(environment, sandbox="local", agent_user=None)
@@ -84,8 +86,8 @@ def score_workspace(
         model_roles={**(environment_task.model_roles or {}), **(model_roles or {})},
         metadata={"environment": environment.name, "scale": scale, "kind": "cli-score"},
     )
-    with tempfile.TemporaryDirectory(prefix="rebench-score-") as log_dir:
-        [log] = inspect_eval(task, model="none", display="none", log_dir=log_dir)
+    with tempfile.TemporaryDirectory(prefix="rebench-score-") as temporary_log_dir:
+        [log] = inspect_eval(task, model="none", display="none", log_dir=log_dir or temporary_log_dir)
         final = _final_metadata(log)
     entry = ScoreEntry.model_validate(final["score_log"][-1])
     return {

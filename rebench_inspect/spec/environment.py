@@ -4,9 +4,11 @@ An `EnvironmentSpec` is pure data: no Inspect objects and no heavy imports, so t
 builder (`rebench_inspect.runtime.task.build_task`) turns it into an Inspect `Task`.
 """
 
+import importlib
 from enum import Enum
 from importlib.resources import files
 from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -259,3 +261,16 @@ class ResolvedEnvironment(BaseModel):
     def with_anchors(self, anchors: Anchors) -> "ResolvedEnvironment":
         """The same environment normalised against other anchors (this sample's measured ones)."""
         return self.model_copy(update={"anchors": anchors})
+
+
+def full_image_module(environment: EnvironmentSpec) -> ModuleType | None:
+    """tasks/<env>/full_image.py: what a full image of the environment needs beyond its Dockerfile (the stand-in
+    repositories of a rehearsal, the versions fidelity.md states, the torch releases it holds); None where it has
+    none. Its names: `hub_repos()`, `FIDELITY_PINS`, `IMAGE_TORCH`, `OWN_VENV`, `SCORING_HOST_SERVICE`."""
+    name = f"rebench.{environment.name}.full_image"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as ex:
+        if ex.name != name:
+            raise
+        return None

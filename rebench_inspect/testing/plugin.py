@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-MARKED_TIERS = ("docker", "slow", "fuzz")
+MARKED_TIERS = ("docker", "slow", "rehearsal", "fuzz")
 TIERS = ("fast", *MARKED_TIERS)
 
 

@@ -3,14 +3,20 @@
 Two layers of images, tagged by scale: a shared base (`ghcr.io/rebench/base:<version>-<scale>`, Python + torch) and a
 thin image per environment on top (its requirements, and its prepared assets in /protected).
 
-- The base's parent is a build argument: the CUDA runtime for `full`; for `smoke`, a Debian made with debootstrap and
-  `docker import` (`rebench/debian:bookworm`), so a smoke build needs Debian's and PyPI's mirrors only.
+- The base's parent is a build argument, by default a Debian made with debootstrap and `docker import`
+  (`rebench/debian:bookworm`) at both scales, so a build needs Debian's and PyPI's mirrors only, no image registry.
+  A user may name another parent (`--base-image`, e.g. a CUDA image from a registry they reach).
+- Full scale takes the CUDA user-space libraries from the NVIDIA wheels on PyPI that PyTorch's CUDA build depends on;
+  the NVIDIA container runtime adds the driver when a container starts. Those wheels are GBs: they are downloaded once
+  on the host into a wheel cache (`wheel_cache_dir`) and served to every build from there.
 - During a build this module serves a few files on loopback (`BUILD_FILES`): the host's CA bundle (pip and curl
-  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke), the staged tree (the environment's
-  `sandbox/`, where `prepare.py` lives, with its libraries), and whatever the environment's `build_files` function
-  adds (e.g. a toolchain from the build host). Builds use the host network (`--network host`) to reach it;
-  `rebench-build-run` (in the base) fetches them into a temporary folder for one RUN, so no layer keeps the CA or the
-  preparation code.
+  behind a TLS-intercepting proxy), local wheels (the CPU torch wheel for smoke, the wheel cache for full), the staged
+  tree (the environment's `sandbox/`, where `prepare.py` lives, with its libraries), and whatever the environment's
+  `build_files` function adds (e.g. a toolchain from the build host). Builds use the host network (`--network host`)
+  to reach it; `rebench-build-run` (in the base) fetches them into a temporary folder for one RUN, so no layer keeps
+  the CA or the preparation code.
+- A rehearsal (`rehearsal.py`) passes `hub_endpoint`: preparation then downloads from a local stand-in for the Hugging
+  Face hub instead of the hub, and the environment image gets a tag of its own (`rehearsal_tag`), never the real one.
 """
 
 import contextlib
@@ -34,12 +40,13 @@ from ..runtime.sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_
 from ..runtime.staging import staged_tree
 from ..spec.environment import EnvironmentSpec, Scale
 
-CUDA_PARENT = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
-SMOKE_PARENT = "rebench/debian:bookworm"
+DEBIAN_PARENT = "rebench/debian:bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 # A fixed port keeps BUILD_FILES constant, so Docker's layer cache survives between builds.
 BUILD_FILES_PORT = int(os.environ.get("REBENCH_BUILD_FILES_PORT", "8765"))
 DEFAULT_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+REHEARSAL_LABEL = "rebench.rehearsal"
+FLASH_ATTN_LABEL = "rebench.flash-attn-wheel"
 
 
 def base_tag(scale: Scale) -> str:
@@ -54,9 +61,18 @@ def image_exists(tag: str) -> bool:
     return subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False).returncode == 0
 
 
-def ensure_smoke_parent() -> None:
+def rehearsal_tag(environment: str) -> str:
+    """A rehearsal's environment image: built with stand-in downloads, so never under the real image's tag."""
+    return f"{image_tag(environment, 'full')}-rehearsal"
+
+
+def wheel_cache_dir() -> Path:
+    return Path(os.environ.get("REBENCH_WHEEL_CACHE") or Path.home() / ".cache" / "rebench-wheels")
+
+
+def ensure_debian_parent() -> None:
     """A minimal Debian bookworm image from Debian's own packages (debootstrap, then `docker import`)."""
-    if image_exists(SMOKE_PARENT):
+    if image_exists(DEBIAN_PARENT):
         return
     if shutil.which("debootstrap") is None:
         raise RuntimeError(
@@ -65,7 +81,7 @@ def ensure_smoke_parent() -> None:
     with tempfile.TemporaryDirectory(prefix="rebench-rootfs-") as rootfs:
         subprocess.run(["debootstrap", "--variant=minbase", "bookworm", rootfs, DEBIAN_MIRROR], check=True)
         archive = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
-        _docker("import", "-", SMOKE_PARENT, stdin=archive.stdout)
+        _docker("import", "-", DEBIAN_PARENT, stdin=archive.stdout)
         if archive.wait() != 0:
             raise RuntimeError("could not archive the debootstrap root file system")
 
@@ -82,6 +98,25 @@ def local_wheels(scale: Scale) -> list[Path]:
             "`pip download --no-deps -d /opt/wheels torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu`"
         )
     return wheels
+
+
+def full_requirements(environment: EnvironmentSpec) -> list[Path]:
+    """The requirement files a full build installs with pip into the images' Python (the base's and the
+    environment's; flash-attn is not among them: `llm-foundry`'s build takes it as a wheel file)."""
+    files = [sandbox_folder("base") / "requirements.txt", sandbox_folder(environment.name) / "requirements.txt"]
+    return [path for path in files if path.is_file()]
+
+
+def fill_wheel_cache(requirements: list[Path], cache: Path) -> None:
+    """Download the wheels of `requirements` (with their dependencies, the NVIDIA CUDA wheels among them) into `cache`
+    once; later builds find them there. One download per file, as each is installed in a layer of its own (the
+    environment's may replace the base's torch). The host's Python must be the image's (3.11 on the Debian base) for
+    the cache to match: where it is not, the build's pip downloads what it misses from the index itself."""
+    cache.mkdir(parents=True, exist_ok=True)
+    for requirement in requirements:
+        command = [sys.executable, "-m", "pip", "download", "--progress-bar", "off", "--dest", str(cache)]
+        # A space overrides configured find-links: they may hold a CPU torch, which `torch==X` would match (X+cpu).
+        subprocess.run([*command, "-r", str(requirement)], check=True, env={**os.environ, "PIP_FIND_LINKS": " "})
 
 
 def add_environment_build_files(environment: EnvironmentSpec, served: Path) -> None:
@@ -111,7 +146,7 @@ def served_build_files(served: Path) -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{BUILD_FILES_PORT}"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
@@ -129,15 +164,37 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def build_image(environment: EnvironmentSpec, scale: Scale, *, ca_bundle: str | None = DEFAULT_CA_BUNDLE) -> str:
-    """Build the base (if missing) and the environment's image for `scale`; returns the environment image's tag."""
-    if scale == "smoke":
-        ensure_smoke_parent()
+def build_image(
+    environment: EnvironmentSpec,
+    scale: Scale,
+    *,
+    ca_bundle: str | None = DEFAULT_CA_BUNDLE,
+    base_image: str | None = None,
+    hub_endpoint: str | None = None,
+    flash_attn_wheel: str | None = None,
+) -> str:
+    """Build the base (if missing) and the environment's image for `scale`; returns the environment image's tag.
+
+    `base_image`: the base's parent (default: the debootstrap Debian). `hub_endpoint`: a rehearsal's stand-in for the
+    Hugging Face hub (preparation downloads from it; the image is tagged `rehearsal_tag`). `flash_attn_wheel`: for
+    LLM Foundry's stack at full scale, flash-attn's prebuilt wheel (a file, served to the build; a URL; or "none")."""
+    if base_image is None:
+        ensure_debian_parent()
+    wheels = local_wheels(scale)
+    if scale == "full":
+        fill_wheel_cache(full_requirements(environment), wheel_cache_dir())
+        wheels = sorted(wheel_cache_dir().iterdir())
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:
         served = Path(tmp) / "served"
         (served / "wheels").mkdir(parents=True)
-        for wheel in local_wheels(scale):
-            shutil.copy(wheel, served / "wheels" / wheel.name)
+        # Only for an image whose Dockerfile takes it: one command may build several environments.
+        takes_flash_attn = "ARG FLASH_ATTN_WHEEL" in (sandbox_folder(environment.name) / "Dockerfile").read_text()
+        flash_attn = (flash_attn_wheel or "") if takes_flash_attn else ""
+        if flash_attn and Path(flash_attn).is_file():
+            wheels.append(Path(flash_attn))
+            flash_attn = Path(flash_attn).name
+        for wheel in wheels:  # links, not copies: the full wheels are GBs (the server follows them)
+            (served / "wheels" / wheel.name).symlink_to(wheel.resolve())
         if ca_bundle and Path(ca_bundle).is_file():
             shutil.copy(ca_bundle, served / "ca.crt")
         add_environment_build_files(environment, served)
@@ -152,24 +209,31 @@ def build_image(environment: EnvironmentSpec, scale: Scale, *, ca_bundle: str | 
             )
         with served_build_files(served) as url:
             common = ["build", "--network", "host", "--build-arg", f"BUILD_FILES={url}"]
-            parent = SMOKE_PARENT if scale == "smoke" else CUDA_PARENT
             _docker(
                 *common,
                 "--build-arg",
-                f"BASE_IMAGE={parent}",
+                f"BASE_IMAGE={base_image or DEBIAN_PARENT}",
                 "-t",
                 base_tag(scale),
                 "-f",
                 str(context / "sandboxes/base/Dockerfile"),
                 str(context),
             )
-            tag = image_tag(environment.name, scale)
+            tag = image_tag(environment.name, scale) if hub_endpoint is None else rehearsal_tag(environment.name)
+            rehearsal = ["--build-arg", f"HF_ENDPOINT={hub_endpoint}", "--label", f"{REHEARSAL_LABEL}=stand-in hub"]
             _docker(
                 *common,
+                *(rehearsal if hub_endpoint is not None else []),
                 "--build-arg",
                 f"BASE_IMAGE={base_tag(scale)}",
                 "--build-arg",
                 f"SCALE={scale}",
+                # The label says which flash-attn the image got ("none": left out, its check fails on that pin).
+                *(
+                    ["--build-arg", f"FLASH_ATTN_WHEEL={flash_attn}", "--label", f"{FLASH_ATTN_LABEL}={flash_attn}"]
+                    if flash_attn
+                    else []
+                ),
                 # Preparation reruns exactly when its code changes (the files arrive over loopback, not by COPY).
                 "--build-arg",
                 f"PREPARE_DIGEST={hashlib.sha256(prepare or b'').hexdigest()[:16]}",

@@ -4,12 +4,13 @@
 # rebench-build-run), CI and users for local runs with ~/.local/share/rebench/llm-foundry-venv (how the stack is found:
 # tasks/optimize_llm_foundry/sandbox/stack.py).
 #   smoke: requirements.txt from PyPI (torch's PyPI wheel is the CUDA build; it runs on CPU too): about 3.5 minutes
-#          and 6.7 GB on a 2-core machine. Binary wheels for Python 3.11 (the smoke image's Debian 12) and 3.12
-#          (the full image's Ubuntu 24.04; resolved with `pip install --dry-run`).
-#   full:  also requirements-full.txt (flash-attention 2 for the GPUs). flash-attn's build step downloads the
-#          prebuilt wheel for this torch/CUDA/Python from the flash-attention GitHub release; where none matches it
-#          compiles the kernels, which needs the CUDA compiler (nvcc: a CUDA *devel* image or toolkit, CUDA_HOME)
-#          and an hour or more. Not tested on the CPU-only development machines.
+#          and 6.7 GB on a 2-core machine. Binary wheels for Python 3.11 (the images' Debian 12) and 3.12 (resolved
+#          with `pip install --dry-run`).
+#   full:  also flash-attention 2 for the GPUs (requirements-full.txt pins its version), from a prebuilt wheel that
+#          FLASH_ATTN_WHEEL names (a file, a URL, or a file name the image build serves on $BUILD_FILES/wheels/):
+#          PyPI has only its source, whose build step downloads a wheel from GitHub or else compiles the CUDA kernels
+#          (nvcc, an hour or more), neither of which a build should do unasked. FLASH_ATTN_WHEEL=none leaves it out
+#          (a rehearsal without the wheel: the image check then reports it missing). Not tested on a GPU.
 # Idempotent and cheap when done: a stamp in the venv records what was installed for which scale.
 set -euo pipefail
 usage="usage: install_llm_foundry.sh VENV_DIR smoke|full"
@@ -21,9 +22,19 @@ case "$scale" in
     full) requirements=("$here/requirements.txt" "$here/requirements-full.txt") ;;
     *) echo "$usage" >&2; exit 2 ;;
 esac
+pinned=$(sed -n 's/^flash-attn==//p' "$here/requirements-full.txt")
+if [ "$scale" = full ] && [ -z "${FLASH_ATTN_WHEEL:-}" ]; then  # said before anything is installed
+    echo "install_llm_foundry.sh full: flash-attn $pinned has no wheel on PyPI, and its source build downloads" \
+        "one from GitHub or compiles CUDA kernels for an hour. Name a prebuilt wheel for torch 2.3, CUDA 12 and" \
+        "this Python: FLASH_ATTN_WHEEL=FILE_OR_URL (image: \`rebench images build optimize_llm_foundry" \
+        "--flash-attn-wheel FILE\`), e.g. the asset" \
+        "flash_attn-$pinned+cu123torch2.3cxx11abiFALSE-cp311-cp311-linux_x86_64.whl of flash-attention's" \
+        "v$pinned release; FLASH_ATTN_WHEEL=none leaves it out" >&2
+    exit 1
+fi
 stamp=$venv/rebench-stack.txt
 wanted="$(cat "${requirements[@]}")
-# scale: $scale"
+# scale: $scale${FLASH_ATTN_WHEEL:+, flash-attn: $FLASH_ATTN_WHEEL}"
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     echo "LLM Foundry stack already installed in $venv ($scale)"
     exit 0
@@ -35,17 +46,17 @@ rm -f "$stamp"
 pip=("$venv/bin/python" -m pip install --progress-bar off)
 "${pip[@]}" -r "$here/requirements.txt"
 if [ "$scale" = full ]; then
-    # flash-attn's setup.py imports torch, packaging and wheel: it is built against the torch installed above.
-    "${pip[@]}" packaging wheel ninja
-    if [ -z "${CUDA_HOME:-}" ] && ! command -v nvcc >/dev/null; then
-        echo "no CUDA compiler here: flash-attn can only come from its prebuilt wheel"
-        export FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE
-    fi
-    MAX_JOBS=${MAX_JOBS:-4} "${pip[@]}" --no-build-isolation -r "$here/requirements-full.txt"
-    if ! "$venv/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("flash_attn_2_cuda") is None)'; then
-        echo "flash-attn has no compiled kernels: its prebuilt wheel could not be fetched and there is no CUDA" \
-            "compiler to build them (use a CUDA devel image, or set CUDA_HOME)" >&2
-        exit 1
+    case "${FLASH_ATTN_WHEEL:-}" in
+        none) echo "flash-attn left out (FLASH_ATTN_WHEEL=none): this stack cannot train with flash attention" ;;
+        http://* | https://* | /*) "${pip[@]}" "$FLASH_ATTN_WHEEL" ;;
+        *) "${pip[@]}" "${BUILD_FILES:?a bare wheel name needs BUILD_FILES}/wheels/$FLASH_ATTN_WHEEL" ;;
+    esac
+    if [ "${FLASH_ATTN_WHEEL}" != none ]; then
+        installed=$("$venv/bin/python" -c 'from importlib.metadata import version; print(version("flash-attn"))')
+        if [ "${installed%%+*}" != "$pinned" ]; then
+            echo "FLASH_ATTN_WHEEL is flash-attn $installed; the stack pins $pinned (requirements-full.txt)" >&2
+            exit 1
+        fi
     fi
 fi
 "$venv/bin/python" -c 'from importlib.metadata import version as v; print("llm-foundry", v("llm-foundry"), "composer", v("mosaicml"), "torch", v("torch"), "transformers", v("transformers"))'

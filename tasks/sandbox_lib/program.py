@@ -58,6 +58,22 @@ HARNESS_FAILURES = (OSError, ImportError)
 SCORING_FAILURE = "scoring_failure"
 SCORER_FAILED = Reason("the scoring program failed on the submission; counted as invalid")
 SCRATCH_NOT_ROOTS = Reason("the scratch folder is not root's alone")
+NO_GPU = Reason(
+    "full-scale scoring needs {needed} GPU(s) and this sandbox sees {visible}: run it on a GPU machine with the NVIDIA "
+    "container runtime (`rebench preflight ENV` says what is missing), or use the smoke scale"
+)
+
+
+# Set by tests that run the full-scale scoring path at toy size on a CPU; the host never sets it, and the agent cannot
+# set the scoring program's environment.
+FULL_SCALE_ON_CPU = "REBENCH_FULL_SCALE_ON_CPU"
+
+
+def visible_gpus() -> int:
+    """The CUDA devices torch can use here (0 without a driver, a device, or a CUDA build of torch)."""
+    import torch  # only the scoring programs that need GPUs ask, and they all have torch
+
+    return torch.cuda.device_count()
 
 
 class Invalid(Exception):
@@ -180,12 +196,18 @@ def use_scratch(scratch: Path) -> None:
     tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
 
 
-def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None) -> int:
-    """Run `score` under the scoring protocol; returns the process's exit status."""
+def main(score: Callable[[ScoringRun], Scored], argv: list[str] | None = None, *, gpus_at_full_scale: int = 0) -> int:
+    """Run `score` under the scoring protocol; returns the process's exit status. `gpus_at_full_scale`: the GPUs the
+    scoring function needs at full scale; with fewer visible, scoring refuses to start (`NO_GPU`, an infrastructure
+    failure) rather than run the full-scale work on a CPU for hours or fail halfway."""
     args = parse_scoring_args(argv)
     become_subreaper()
     work: Path | None = None
     try:
+        if args.scale == "full" and gpus_at_full_scale and os.environ.get(FULL_SCALE_ON_CPU) != "1":
+            visible = visible_gpus()
+            if visible < gpus_at_full_scale:
+                raise InfrastructureError(NO_GPU, needed=gpus_at_full_scale, visible=visible)
         if args.scratch is not None:
             use_scratch(args.scratch)
         work = Path(tempfile.mkdtemp(prefix="rebench-scoring-"))

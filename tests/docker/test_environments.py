@@ -1,8 +1,15 @@
-"""Each environment's smoke eval in Docker, and its security model probed from inside the container as `agent`.
+"""Each environment's smoke eval in Docker, its agent's shells, and its security model probed from inside the
+container as `agent`.
 
-One eval per environment and solution: the starting solution (`--model none`) and the reference solution give the
-anchors; a scripted agent probes the sandbox with the bash tool (which runs as `agent`) and leaves processes behind,
-and a probe scorer that runs after rebench's final score looks at the container as root.
+Two evals per environment. In one, setup scores the starting solution and the reference solver installs the
+reference: the anchors. In the other, a scripted agent first runs what an agent following the instructions would run
+(which `python` and `pip` its shells find), then probes the sandbox with the bash tool (which runs as `agent`) and
+leaves processes behind; a probe scorer that runs after rebench's final score looks at the container as root. The
+tests of that second eval share it (`looked_around`): one eval, two tests.
+
+The agent's shells: its bash and python tools run `bash --login -c` (as Inspect's own tools do), and a login shell
+reads /etc/profile, which on Debian and Ubuntu resets PATH to the distribution's default; without the base image's
+/etc/profile.d script the agent's `python3` is the system one, without torch.
 """
 
 import math
@@ -20,9 +27,37 @@ from rebench_inspect.runtime.state import store_key
 from rebench_inspect.spec.environment import Transform
 from tests.conftest import scripted_agent, tool_call
 
-from .conftest import DOCKER_ENVIRONMENTS
+from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
 
 pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
+
+WHICH_PYTHON = 'for tool in python python3 pip; do command -v "$tool"; done; echo "VENV=$VIRTUAL_ENV"'
+KERNEL_EXAMPLE = (
+    "import torch, triton\n"
+    "from solution import prefix_sum\n"
+    "print(prefix_sum(torch.tensor([1, 2, -3, 4, 5], dtype=torch.int32)).tolist())\n"
+)
+# Per environment: commands its instructions give the agent (or their worked example), and a text the output shows
+# when the command ran with the image's packages.
+INSTRUCTION_COMMANDS: dict[str, list[tuple[str, dict[str, str], str]]] = {
+    "optimize_kernel": [
+        # the instructions' example: x = [1, 2, -3, 4, 5] gives y = [0, 2, 2, 2, 7]; Triton "is installed"
+        ("bash", {"command": f"python3 -c '{KERNEL_EXAMPLE}'"}, "[0, 2, 2, 2, 7]"),
+        ("python", {"code": KERNEL_EXAMPLE}, "[0, 2, 2, 2, 7]"),
+    ],
+    "rust_codecontests": [("bash", {"command": "python validate.py --help"}, "--public-only")],
+}
+
+
+def shell_calls(name: str) -> list[tuple[str, dict[str, str], str]]:
+    """The agent's shell calls: (tool, arguments, a text its output shows)."""
+    return [
+        ("bash", {"command": WHICH_PYTHON}, "VENV="),
+        ("bash", {"command": "pip --version"}, " from "),
+        ("python", {"code": "import sys, torch; print(sys.prefix)"}, "/"),
+        *INSTRUCTION_COMMANDS.get(name, []),
+    ]
+
 
 # Everything the agent user may write; anything else it can write would be a way into what root runs.
 AGENT_WRITABLE = ("/home/agent", "/tmp", "/var/tmp", "/dev", "/proc", "/sys", "/run/lock", "/var/lock", "/dev/shm")
@@ -70,8 +105,12 @@ def container_probe():
     return score
 
 
-def run(name: str, **kwargs) -> EvalLog:
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+def run(name: str, measured_anchors: bool = False, **kwargs) -> EvalLog:
+    """A smoke eval in Docker. Only a test of the normalised scores needs the timed environments' anchors measured at
+    setup (several scoring runs each of the start and the reference: minutes for optimize_llm_foundry); the others
+    keep the fixed ones."""
+    anchors = None if measured_anchors else fixed_smoke_anchors(ENVIRONMENTS[name])
+    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=anchors)
     task.scorer = [*task.scorer, container_probe()]
     [log] = eval(task, display="none", log_dir=None, **kwargs)
     assert log.status == "success", log.error
@@ -84,31 +123,59 @@ def final(log: EvalLog) -> Score:
     return log.samples[0].scores["rebench_scorer"]
 
 
-def test_starting_solution_scores_zero(name, smoke_image):
+def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image):
+    """One eval gives both anchors' solutions: setup scores the starting solution (the score log's first entry)
+    before the reference solver installs the reference, which the final entry scores."""
     smoke_image(ENVIRONMENTS[name])
-    score = final(run(name, model="none"))
-    assert score.metadata["valid"], score.explanation
+    score = final(run(name, measured_anchors=True, model="none", solver=reference_solution()))
+    start = score.metadata["score_log"][0]
+    assert start["label"] == "start" and start["valid"], start
     # Timed environments (ln of a run time) measure CPU speed: on a shared 2-core machine a run took up to 7x the
     # anchor's time (normalised 0.5 with optimize_kernel's smoke anchors 56x apart); other metrics are stable.
     tolerance = 0.6 if ENVIRONMENTS[name].transform is Transform.LOG else 0.15
-    assert math.isclose(score.value["normalised"], 0.0, abs_tol=tolerance), score.value
-
-
-def test_reference_solution_reaches_the_smoke_reference(name, smoke_image):
-    smoke_image(ENVIRONMENTS[name])
-    score = final(run(name, model="none", solver=reference_solution()))
+    assert math.isclose(start["normalised"], 0.0, abs_tol=tolerance), start
     assert score.metadata["valid"], score.explanation
     assert score.value["normalised"] >= 0.75, score.value
 
 
-def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image):
+@pytest.fixture(scope="session")
+def looked_around_logs() -> dict[str, EvalLog]:
+    return {}
+
+
+def looked_around(name: str, logs: dict[str, EvalLog]) -> tuple[EvalLog, list[str], dict[str, str]]:
+    """The eval whose agent runs the shell calls, then the probes (once per environment and session); its log, the
+    shell calls' outputs and each probe's output."""
+    if name not in logs:
+        calls = [tool_call(tool, **arguments) for tool, arguments, _ in shell_calls(name)]
+        logs[name] = run(name, model=scripted_agent([*calls, *(tool_call("bash", command=c) for c in PROBES.values())]))
+    log = logs[name]
+    results = [message for message in log.samples[0].messages if message.role == "tool"]
+    shells = len(shell_calls(name))
+    assert len(results) == shells + len(PROBES), [message.text for message in log.samples[0].messages]
+    probes = results[shells:]
+    assert [result.error for result in probes] == [None] * len(PROBES)
+    return log, [result.text for result in results[:shells]], dict(zip(PROBES, [r.text for r in probes], strict=True))
+
+
+def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_image, looked_around_logs):
     smoke_image(ENVIRONMENTS[name])
-    log = run(name, model=scripted_agent([tool_call("bash", command=command) for command in PROBES.values()]))
+    _, outputs, _ = looked_around(name, looked_around_logs)
+    for (_, arguments, expected), output in zip(shell_calls(name), outputs, strict=True):
+        assert expected in output, (arguments, output)
+
+    which, pip_version, interpreter_prefix = outputs[:3]
+    venv = which.split("VENV=")[-1].strip()
+    assert venv.startswith("/"), which
+    assert which.split()[:3] == [f"{venv}/bin/python", f"{venv}/bin/python3", f"{venv}/bin/pip"], which
+    assert f"from {venv}/" in pip_version, pip_version
+    assert interpreter_prefix.strip() == venv, interpreter_prefix
+
+
+def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image, looked_around_logs):
+    smoke_image(ENVIRONMENTS[name])
+    log, _, outputs = looked_around(name, looked_around_logs)
     [sample] = log.samples
-    results = [message for message in sample.messages if message.role == "tool"]
-    assert [result.error for result in results] == [None] * len(PROBES)
-    outputs = dict(zip(PROBES, [result.text for result in results], strict=True))
-    assert len(outputs) == len(PROBES), [m.text for m in sample.messages]
     for probe in ("list_protected", "read_scoring", "find_protected"):
         assert "Permission denied" in outputs[probe], outputs[probe]
     assert "#!/" not in outputs["read_scoring"] and "import" not in outputs["read_scoring"]

@@ -15,7 +15,7 @@ from inspect_ai.log import EvalSample
 from rebench.environments import ENVIRONMENTS, TASKS
 from tests.conftest import scripted_agent, tool_call
 
-from .conftest import DOCKER_ENVIRONMENTS
+from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
 
 pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
 
@@ -55,7 +55,9 @@ FILL_TEMP_FOLDERS = " ".join(
 def scored_by_an_agent_that_ran(name: str, command: str) -> tuple[EvalSample, str]:
     """The sample of a smoke eval whose agent runs `command` with its bash tool, then scores and submits; and what the
     command printed."""
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+    task = TASKS[name](
+        scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
+    )
     model = scripted_agent([tool_call("bash", command=command), tool_call("score")])
     [log] = eval(task, model=model, display="none", log_dir=None)
     [sample] = log.samples

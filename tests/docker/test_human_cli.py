@@ -25,7 +25,7 @@ from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.runtime.sandbox import compose_service, with_scoring_service
 from rebench_inspect.runtime.state import store_key
 
-from .conftest import DOCKER_ENVIRONMENTS
+from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
 
 # The machinery is the same for every environment; optimize_kernel scores fastest. Named in the test id, so CI's
 # per-environment selection (`-k optimize_kernel`) runs it with that environment's image.
@@ -101,7 +101,13 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, visible, smoke
     environment = ENVIRONMENTS[name]
     smoke_image(environment)
     marker = uuid.uuid4().hex
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, score_visible=visible)
+    task = TASKS[name](
+        scale="smoke",
+        sandbox="docker",
+        time_budget_hours=0.5,
+        score_visible=visible,
+        anchors=fixed_smoke_anchors(environment),
+    )
     # rebench's own services (with the scoring service where the environment scores apart), the agent's marked
     services = with_scoring_service(environment, compose_service(environment.at("smoke")))
     services["default"] = {**services["default"], "environment": {RUN_MARKER: marker}}

@@ -26,6 +26,8 @@ from inspect_ai import eval
 from rebench.environments import ENVIRONMENTS, TASKS
 from tests.conftest import scripted_agent, tool_call
 
+from .conftest import fixed_smoke_anchors
+
 pytestmark = pytest.mark.docker
 
 HOME = "/home/agent"
@@ -217,7 +219,9 @@ def run_attack(name: str) -> tuple[str, dict]:
             tool_call("bash", command=READ_BACK),
         ]
     )
-    task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+    task = TASKS[name](
+        scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
+    )
     [log] = eval(task, model=agent, display="none", log_dir=None)
     assert log.status == "success", log.error
     [sample] = log.samples

@@ -3,13 +3,12 @@
 import sys
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.model import get_model
-from inspect_ai.solver import Generate, TaskState, solver
 
 from rebench.finetune_target.smoke_judge import smoke_judge_custom_outputs
-from rebench.finetune_target.task import ENVIRONMENT, finetune_target
-from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE, install_reference_solution
+from rebench.finetune_target.task import ENVIRONMENT
+from rebench.maintenance import reference_solution
+from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE
 from tests.conftest import scripted_agent, tool_call
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (smoke assets, judge proxy, scoring runs).
@@ -22,12 +21,6 @@ def mock_judge():
     return get_model("mockllm/model", custom_outputs=smoke_judge_custom_outputs)
 
 
-def run(agent, **task_args):
-    task = finetune_target(scale="smoke", sandbox="local", time_budget_hours=0.5, **task_args)
-    [log] = eval(task, model=agent, display="none", log_dir=None, **({} if "roles" not in task_args else {}))
-    return log
-
-
 def tool_outputs(log) -> list[str]:
     [sample] = log.samples
     return [m.text for m in sample.messages if m.role == "tool"]
@@ -38,13 +31,12 @@ def judge_events(log) -> list:
     return [e for e in sample.events if e.event == "model" and e.role == "judge"]
 
 
-def test_agent_uses_the_judge_through_the_proxy_and_scores(smoke_assets):
+def test_agent_uses_the_judge_through_the_proxy_and_scores(smoke_assets, environment, smoke_eval):
     agent = scripted_agent([
         tool_call("bash", command=f"{PY} evaluation.py --prompts 4"),
         tool_call("score"),
     ])
-    task = finetune_target(scale="smoke", sandbox="local", time_budget_hours=0.5)
-    [log] = eval(task, model=agent, model_roles={"judge": mock_judge()}, display="none", log_dir=None)
+    log = smoke_eval(environment, agent, model_roles={"judge": mock_judge()})
     assert log.status == "success", log.error
     outputs = tool_outputs(log)
     assert '"win_rate"' in outputs[0] and '"judge_calls": 4' in outputs[0], outputs[0]
@@ -59,13 +51,12 @@ def test_agent_uses_the_judge_through_the_proxy_and_scores(smoke_assets):
     assert log.stats.role_usage["judge"].input_tokens > 0
 
 
-def test_judge_call_budget_is_enforced_and_scoring_still_works(smoke_assets):
+def test_judge_call_budget_is_enforced_and_scoring_still_works(smoke_assets, environment, smoke_eval):
     agent = scripted_agent([
         tool_call("bash", command=f"{PY} evaluation.py --prompts 5 2>&1 | tail -3"),
         tool_call("score"),
     ])
-    task = finetune_target(scale="smoke", sandbox="local", time_budget_hours=0.5, judge_calls=3)
-    [log] = eval(task, model=agent, model_roles={"judge": mock_judge()}, display="none", log_dir=None)
+    log = smoke_eval(environment, agent, model_roles={"judge": mock_judge()}, judge_calls=3)
     assert log.status == "success", log.error
     output = tool_outputs(log)[0]
     assert "judge call budget is exhausted" in output and "3 judge calls" in output, output
@@ -76,18 +67,9 @@ def test_judge_call_budget_is_enforced_and_scoring_still_works(smoke_assets):
     assert all(e["valid"] for e in entries)
 
 
-@solver
-def reference_installer():
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        await install_reference_solution(ENVIRONMENT.at("smoke"))
-        return state
-
-    return solve
-
-
-def test_reference_solution_beats_the_start_and_rescoring_reports_both_sets(smoke_assets):
-    task = finetune_target(scale="smoke", sandbox="local", time_budget_hours=0.5, rescore_best=True)
-    [log] = eval(task, solver=reference_installer(), model="none", display="none", log_dir=None)
+def test_reference_solution_beats_the_start_and_rescoring_reports_both_sets(smoke_assets, environment, smoke_eval):
+    # The reference trains in the sandbox here, its judge reached through the proxy (the maintenance solver).
+    log = smoke_eval(environment, solver=reference_solution(), rescore_best=True)
     assert log.status == "success", log.error
     [sample] = log.samples
     final = sample.scores["rebench_scorer"]

@@ -7,6 +7,7 @@ import stat
 
 import pytest
 
+from rebench.sandbox_lib.program import FULL_SCALE_ON_CPU
 from tests.finetune_target.conftest import score
 
 # Slow tier (`pytest -m slow`, run by CI): the full-scale build at toy size (transformers models).
@@ -47,6 +48,7 @@ def test_full_path_prepares_and_scores_offline(tmp_path, monkeypatch, fake_judge
     # preparing again changes nothing
     assert prepare.PREPARATION.prepare("full", workspace, protected, dataset=rows, settings=settings) == "already prepared"
     assert json.loads((protected / "meta.json").read_text()) == meta
-    result = score(workspace, protected, fake_judge.env, scale="full")
+    # Full-scale scoring needs a GPU (sandbox_lib.main refuses without one); this test runs its code at toy size.
+    result = score(workspace, protected, {**fake_judge.env, FULL_SCALE_ON_CPU: "1"}, scale="full")
     assert result["valid"], result["message"]
     assert 0.0 <= result["raw"] <= 1.0 and result["details"]["judge_calls"] == 8

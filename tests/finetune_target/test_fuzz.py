@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from tests import fuzz_inputs
-from tests.finetune_target.conftest import fresh_copy, run_scoring
+from tests.finetune_target.conftest import run_scoring
 
 VALID_SETTINGS = {"temperature": 1.0, "top_k": 50, "max_new_tokens": 60}
 
 
 @pytest.fixture
 def env(smoke_assets, tmp_path):
-    return fresh_copy(smoke_assets, tmp_path)
+    return smoke_assets.copy_to(tmp_path)
 
 
 def _verdict(workspace, protected, fake_judge) -> dict:

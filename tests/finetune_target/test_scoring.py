@@ -13,7 +13,6 @@ from rebench.lm_common.model import GPT, GPTConfig
 from tests.finetune_target.conftest import (
     TASK,
     FakeJudge,
-    fresh_copy,
     run_scoring,
     score,
 )
@@ -23,7 +22,7 @@ START = ENVIRONMENT.anchors["smoke"].start
 
 @pytest.fixture
 def env(smoke_assets, tmp_path):
-    return fresh_copy(smoke_assets, tmp_path)
+    return smoke_assets.copy_to(tmp_path)
 
 
 def test_starting_submission_scores_the_start_anchor_with_positions_recorded(env, fake_judge):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from rebench.fix_embedding.task import ENVIRONMENT
+from rebench_inspect.testing import programs
 from tests import fuzz_inputs
-from tests import scoring_program as shared
 
 from .test_scoring import load_state
 
@@ -19,7 +19,7 @@ from .test_scoring import load_state
 def test_malformed_checkpoint_files_get_a_verdict(scoring_dirs, variant):
     workspace, protected = scoring_dirs
     variant.write(workspace / "fixed_model.pth")
-    completed = shared.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=300)
+    completed = programs.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=300)
     assert not fuzz_inputs.assert_verdict(completed, protected / "result.json")["valid"]
 
 
@@ -31,5 +31,5 @@ def test_weights_too_large_for_the_loss_get_a_verdict(scoring_dirs):
     for tensor in state["model"].values():
         tensor.fill_(3e38)
     torch.save(state, workspace / "fixed_model.pth")
-    completed = shared.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=300)
+    completed = programs.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=300)
     fuzz_inputs.assert_verdict(completed, protected / "result.json")

@@ -21,7 +21,7 @@ def documents(tokens: np.ndarray, eot: int) -> set[tuple[int, ...]]:
 
 
 def test_smoke_files_and_modes(smoke_assets):
-    workspace, protected = smoke_assets["workspace"], smoke_assets["protected"]
+    workspace, protected = smoke_assets.workspace, smoke_assets.protected
     for name in ("large_model.pth", "fixed_model.pth", "small_correct_model.pth", "train.bin", "model.py", "tokens.py"):
         assert (workspace / name).is_file(), name
     # Nothing secret in the agent's workspace.
@@ -42,10 +42,10 @@ def test_smoke_files_and_modes(smoke_assets):
 
 
 def test_smoke_train_and_heldout_are_disjoint(smoke_assets):
-    meta = json.loads((smoke_assets["protected"] / "meta.json").read_text())
+    meta = json.loads((smoke_assets.protected / "meta.json").read_text())
     eot = meta["config"]["vocab_size"] - 1
-    train = documents(np.asarray(lm_common.read_tokens(smoke_assets["workspace"] / "train.bin")), eot)
-    heldout = documents(np.asarray(lm_common.read_tokens(smoke_assets["protected"] / "val.bin")), eot)
+    train = documents(np.asarray(lm_common.read_tokens(smoke_assets.workspace / "train.bin")), eot)
+    heldout = documents(np.asarray(lm_common.read_tokens(smoke_assets.protected / "val.bin")), eot)
     assert len(train) > 500 and len(heldout) > 50
     assert not train & heldout
 
@@ -158,12 +158,14 @@ def test_offline_gpt2_tokenizer_matches_known_ids():
 def test_task_setup_at_full_scale_never_builds(tmp_path):
     """In a container without the image's assets, setup fails plainly instead of downloading GPT-2-XL."""
 
-    from tests import scoring_program as shared
+    from rebench_inspect.testing import programs
 
     from .conftest import ENVIRONMENT
 
     env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)}
-    completed = shared.run_preparation(ENVIRONMENT, tmp_path / "ws", tmp_path / "p", scale="full", env=env, timeout=300)
+    completed = programs.run_preparation(
+        ENVIRONMENT, tmp_path / "ws", tmp_path / "p", scale="full", env=env, timeout=300
+    )
     assert completed.returncode != 0
     assert "built into the image" in completed.stderr
     assert not (tmp_path / "p" / "val.bin").exists() and not list(tmp_path.glob("hub*"))

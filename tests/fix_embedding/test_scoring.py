@@ -6,11 +6,9 @@ import json
 import math
 import os
 import pickle
-import pwd
 import random
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,10 +31,10 @@ def test_corrupted_model_is_the_first_entry(scoring_dirs):
 
 
 @pytest.mark.slow  # runs reference/solve.sh (training) on a cold cache
-def test_reference_clearly_beats_the_start(scoring_dirs, reference_model):
+def test_reference_clearly_beats_the_start(scoring_dirs, reference_result):
     workspace, protected = scoring_dirs
     meta = json.loads((protected / "meta.json").read_text())
-    shutil.copyfile(reference_model, workspace / "fixed_model.pth")
+    shutil.copyfile(reference_result / "fixed_model.pth", workspace / "fixed_model.pth")
     result = score_workspace(workspace, protected)
     assert result["valid"], result
     start = meta["losses"]["corrupted_large"]
@@ -131,23 +129,13 @@ def test_corrupted_and_odd_files(scoring_dirs):
     assert "directory" in invalid(workspace, protected)
 
 
-def test_run_as_user_cannot_read_protected_files(second_user, smoke_assets):
+def test_run_as_user_cannot_read_protected_files(second_user, second_user_scoring_dirs):
     """With --run-as, the agent's file is opened as that user: a link to the held-out tokens fails."""
-    user = pwd.getpwnam(second_user)
-    root = Path(tempfile.mkdtemp(prefix="fe-runas-"))
-    try:
-        os.chmod(root, 0o755)
-        workspace, protected = root / "workspace", root / "protected"
-        shutil.copytree(smoke_assets["workspace"], workspace)
-        shutil.copytree(smoke_assets["protected"], protected)
-        for path in [workspace, *workspace.iterdir()]:
-            os.chown(path, user.pw_uid, user.pw_gid)
-        assert stat.S_IMODE(protected.stat().st_mode) == 0o700
-        result = score_workspace(workspace, protected, run_as=second_user)
-        assert result["valid"], result
-        (workspace / "fixed_model.pth").unlink()
-        os.symlink(protected / "val.bin", workspace / "fixed_model.pth")
-        result = score_workspace(workspace, protected, run_as=second_user)
-        assert not result["valid"] and "symbolic link" in result["message"], result
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    workspace, protected = second_user_scoring_dirs
+    assert stat.S_IMODE(protected.stat().st_mode) == 0o700
+    result = score_workspace(workspace, protected, run_as=second_user)
+    assert result["valid"], result
+    (workspace / "fixed_model.pth").unlink()
+    os.symlink(protected / "val.bin", workspace / "fixed_model.pth")
+    result = score_workspace(workspace, protected, run_as=second_user)
+    assert not result["valid"] and "symbolic link" in result["message"], result

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rebench.optimize_kernel.task import ENVIRONMENT
-from tests import scoring_program as shared
+from rebench_inspect.testing import programs
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "optimize_kernel"
@@ -17,18 +17,23 @@ START_SOLUTION = TASK / "agent" / "workspace" / "solution.py"
 REFERENCE_SOLUTION = TASK / "reference" / "solution.py"
 
 
+@pytest.fixture
+def environment():
+    return ENVIRONMENT
+
+
 def stage_scoring_program(protected: Path) -> Path:
-    return shared.stage_scoring_program(ENVIRONMENT, protected)
+    return programs.stage_scoring_program(ENVIRONMENT, protected)
 
 
 def run_scoring(workspace: Path, protected: Path, **kwargs) -> subprocess.CompletedProcess:
     """Run score.py as the host would (result file: `protected/result.json`)."""
-    return shared.run_scoring_program(ENVIRONMENT, workspace, protected, **kwargs)
+    return programs.run_scoring_program(ENVIRONMENT, workspace, protected, **kwargs)
 
 
 def score_workspace(workspace: Path, protected: Path, **kwargs) -> dict:
     """Score `workspace`; assert the scoring program itself ran (exit 0, one JSON object) and return the result."""
-    return shared.scoring_result(ENVIRONMENT, workspace, protected, **kwargs)
+    return programs.scoring_result(ENVIRONMENT, workspace, protected, **kwargs)
 
 
 def make_workspace(root: Path, solution: str | None) -> Path:

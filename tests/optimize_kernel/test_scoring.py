@@ -578,7 +578,7 @@ def test_full_scale_without_cuda_is_an_infrastructure_failure(tmp_path):
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # no GPU, even on a machine that has one
     completed = run_scoring(workspace, tmp_path / "protected", scale="full", env=env)
     assert completed.returncode != 0
-    assert "could not start PyTorch on the device" in completed.stderr
+    assert "full-scale scoring needs 1 GPU(s) and this sandbox sees 0" in completed.stderr
 
 
 IDENTITY = (

@@ -15,7 +15,7 @@ import pytest
 
 from rebench.optimize_llm_foundry.sandbox import stack
 from rebench.optimize_llm_foundry.task import ENVIRONMENT
-from tests import scoring_program as shared
+from rebench_inspect.testing import programs
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "optimize_llm_foundry"
@@ -28,7 +28,7 @@ def run_prepare(
     root: Path, scale: str = "smoke", *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """prepare.py staged and run as the host runs it."""
-    completed = shared.run_preparation(
+    completed = programs.run_preparation(
         ENVIRONMENT,
         root / "workspace",
         root / "protected",

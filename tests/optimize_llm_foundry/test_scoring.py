@@ -20,7 +20,7 @@ from rebench.optimize_llm_foundry.sandbox.safetensors_weights import BadWeights,
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, INSTRUCTION_FIELDS
 from rebench_inspect.runtime.sandbox import local_problems
 from rebench_inspect.runtime.staging import copy_workspace
-from tests import scoring_program as shared
+from rebench_inspect.testing import programs
 
 SCORING = ENVIRONMENT.sandbox_dir
 
@@ -181,11 +181,11 @@ def smoke(tmp_path_factory):
         pytest.skip("; ".join(missing))
     root = tmp_path_factory.mktemp("foundry")
     workspace, protected = copy_workspace(ENVIRONMENT.at("smoke"), root / "workspace"), root / "protected"
-    completed = shared.run_preparation(ENVIRONMENT, workspace, protected)
+    completed = programs.run_preparation(ENVIRONMENT, workspace, protected)
     assert completed.returncode == 0, completed.stderr[-3000:]
 
     def score(candidate: Path) -> dict:
-        return shared.scoring_result(ENVIRONMENT, candidate, protected, timeout=1200)
+        return programs.scoring_result(ENVIRONMENT, candidate, protected, timeout=1200)
 
     return workspace, score
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from rebench_inspect.testing import programs
 from tests import fuzz_inputs
-from tests import scoring_program as shared
 
 from .conftest import ENVIRONMENT
 from .test_scoring import append_to_model
@@ -48,6 +48,6 @@ def test_malformed_export_files_get_a_verdict(scoring_dirs, tmp_path, name, vari
     staged.parent.mkdir()
     variant.write(staged)
     append_to_model(workspace, REPLACE_AT_EXIT.format(name=name, staged=str(staged)))
-    completed = shared.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=600)
+    completed = programs.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=600)
     result = fuzz_inputs.assert_verdict(completed, protected / "result.json")
     assert not result["valid"]

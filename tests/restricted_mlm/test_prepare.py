@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import pytest
 
+from rebench.restricted_mlm.sandbox import prepare
 
-def test_preparing_twice_changes_nothing(smoke_assets, scoring_dirs):
+
+def test_preparing_twice_changes_nothing(scoring_dirs):
     workspace, protected = scoring_dirs
     model = workspace / "solution" / "basic_model.pt"
     before = {path: path.stat().st_mtime_ns for path in (model, protected / "meta.json", protected / "val.bin")}
-    outcome = smoke_assets["prepare"].PREPARATION.prepare("smoke", workspace, protected, setup=True)
+    outcome = prepare.PREPARATION.prepare("smoke", workspace, protected, setup=True)
     assert outcome == "already prepared"
     assert {path: path.stat().st_mtime_ns for path in before} == before
 
 
-def test_task_setup_never_builds_full_scale_data(smoke_assets, tmp_path):
+def test_task_setup_never_builds_full_scale_data(tmp_path):
     workspace, protected = tmp_path / "workspace", tmp_path / "protected"
     with pytest.raises(SystemExit, match="full-scale assets are built into the image"):
-        smoke_assets["prepare"].PREPARATION.prepare("full", workspace, protected, setup=True)
+        prepare.PREPARATION.prepare("full", workspace, protected, setup=True)
     assert not (workspace / "data" / "train.bin").exists()

@@ -3,11 +3,8 @@ invalid with a message; attempts to get around the check from the agent's proces
 
 from __future__ import annotations
 
-import os
-import pwd
 import shutil
 import stat
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -47,9 +44,9 @@ def test_start_is_valid_and_records_ops(scoring_dirs):
     assert str(round(result["raw"], 2)) not in result["message"]
 
 
-def test_reference_is_valid_and_clearly_better(scoring_dirs, reference_solution):
+def test_reference_is_valid_and_clearly_better(scoring_dirs, reference_result):
     workspace, protected = scoring_dirs
-    shutil.copytree(reference_solution, workspace / "solution", dirs_exist_ok=True)
+    shutil.copytree(reference_result / "solution", workspace / "solution", dirs_exist_ok=True)
     result = score_workspace(workspace, protected)
     assert result["valid"], result
     assert result["raw"] == pytest.approx(ENVIRONMENT.anchors["smoke"].reference, abs=0.2)
@@ -203,32 +200,21 @@ def test_a_daemon_left_behind_cannot_touch_the_files(scoring_dirs, tmp_path):
     assert not marker.exists()
 
 
-def test_the_agents_user_cannot_read_the_held_out_tokens(second_user, smoke_assets):
-    user = pwd.getpwnam(second_user)
-    root = Path(tempfile.mkdtemp(prefix="mlm-runas-"))
-    try:
-        os.chmod(root, 0o755)
-        workspace, protected = root / "workspace", root / "protected"
-        shutil.copytree(smoke_assets["workspace"], workspace)
-        shutil.copytree(smoke_assets["protected"], protected)
-        for directory, _, names in os.walk(workspace):
-            for name in [directory, *(os.path.join(directory, n) for n in names)]:
-                os.chown(name, user.pw_uid, user.pw_gid)
-        assert stat.S_IMODE(protected.stat().st_mode) == 0o700
-        # The export succeeds only when reading the held-out tokens fails with PermissionError (the scorer quotes no
-        # exception, so the outcome tells).
-        append_to_model(
-            workspace,
-            f"""
-            try:
-                open("{protected / "val.bin"}", "rb").read()
-            except PermissionError:
-                pass
-            else:
-                raise SystemExit("the held-out tokens were readable")
-        """,
-        )
-        result = score_workspace(workspace, protected, run_as=second_user)
-        assert result["valid"], result
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+def test_the_agents_user_cannot_read_the_held_out_tokens(second_user, second_user_scoring_dirs):
+    workspace, protected = second_user_scoring_dirs
+    assert stat.S_IMODE(protected.stat().st_mode) == 0o700
+    # The export succeeds only when reading the held-out tokens fails with PermissionError (the scorer quotes no
+    # exception, so the outcome tells).
+    append_to_model(
+        workspace,
+        f"""
+        try:
+            open("{protected / "val.bin"}", "rb").read()
+        except PermissionError:
+            pass
+        else:
+            raise SystemExit("the held-out tokens were readable")
+    """,
+    )
+    result = score_workspace(workspace, protected, run_as=second_user)
+    assert result["valid"], result

@@ -15,9 +15,10 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import sandbox, store
 
 from rebench.rust_codecontests.smoke_model import scaffold_custom_outputs
-from rebench.rust_codecontests.task import SCAFFOLD_PRICES, rust_codecontests
+from rebench.rust_codecontests.task import SCAFFOLD_PRICES
 from rebench_inspect.runtime.model_proxy import ModelRoleProxy, read_ledger
-from tests.conftest import tool_call
+from rebench_inspect.testing.fixtures import scored_sample
+from tests.conftest import scripted_agent, tool_call
 
 from .conftest import REFERENCE_SOLUTION
 
@@ -117,24 +118,17 @@ def test_mockllm_can_play_the_scaffold_role():
 
 
 @pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
-def test_full_task_start_then_reference_with_mockllm_agent():
-    agent = get_model(
-        "mockllm/model",
-        custom_outputs=[
+def test_full_task_start_then_reference_with_mockllm_agent(environment, smoke_eval):
+    agent = scripted_agent(
+        [
             tool_call("bash", command=f"cat model_api.env && {sys.executable} validate.py"),
             tool_call("bash", command=f"cp {REFERENCE_SOLUTION} solution.py"),
             tool_call("score"),
-            tool_call("submit", answer="done"),
-        ],
+        ]
     )
-    task = rust_codecontests(scale="smoke", sandbox="local", agent_user=None, time_budget_hours=0.5)
-    [log] = eval(task, model=agent, display="none", log_dir=None)
-    assert log.status == "success", log.error
-    [sample] = log.samples
-    score = sample.scores["rebench_scorer"]
-    entries = score.metadata["score_log"]
-    assert [e["raw"] for e in entries] == [0.0, 0.75, 0.75]
-    assert score.value["normalised"] == pytest.approx(1.0)
+    log = smoke_eval(environment, agent)
+    sample, score = scored_sample(log)
+    entries = score.metadata["score_log"]  # start 0, reference 0.75 as anchored: tests/contract/test_end_to_end.py
     # the scaffold role's usage (scoring runs through the proxy) is in the log, apart from the agent's
     assert log.stats.role_usage["scaffold"].input_tokens > 0
     assert "mockllm/model" in log.stats.model_usage
@@ -154,26 +148,16 @@ def test_full_task_start_then_reference_with_mockllm_agent():
 
 
 @pytest.mark.skipif(shutil.which("rustc") is None, reason="needs rustc")
-def test_full_task_with_spent_budget_refuses_the_agents_calls_and_goes_on():
-    agent = get_model(
-        "mockllm/model",
-        custom_outputs=[
-            tool_call("bash", command=f"{sys.executable} validate.py"),
-            tool_call("submit", answer="done"),
-        ],
-    )
-    task = rust_codecontests(scale="smoke", sandbox="local", agent_user=None, time_budget_hours=0.5, api_budget_usd=0)
-    [log] = eval(task, model=agent, display="none", log_dir=None)
-    assert log.status == "success", log.error
-    [sample] = log.samples
+def test_full_task_with_spent_budget_refuses_the_agents_calls_and_goes_on(environment, smoke_eval):
+    agent = scripted_agent([tool_call("bash", command=f"{sys.executable} validate.py")])
+    sample, score = scored_sample(smoke_eval(environment, agent, api_budget_usd=0))
     validation = [m.text for m in sample.messages if m.role == "tool"][0]
     assert "budget is exhausted" in validation, validation
     assert "solved 0/2" in validation
     ledger = sample.store["rebench:model_proxy:scaffold"]
     assert ledger["agent"]["calls"] == 0 and ledger["agent"]["refused"] >= 2
     # scoring has its own allowance: the start and final entries are valid and unchanged
-    entries = sample.scores["rebench_scorer"].metadata["score_log"]
-    assert [e["raw"] for e in entries] == [0.0, 0.0]
+    assert [e["raw"] for e in score.metadata["score_log"]] == [0.0, 0.0]
 
 
 def test_a_squatted_port_is_an_infrastructure_error(monkeypatch):

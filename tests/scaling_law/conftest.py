@@ -10,16 +10,21 @@ from pathlib import Path
 import pytest
 
 from rebench.scaling_law.task import ENVIRONMENT
-from tests import scoring_program as shared
+from rebench_inspect.testing import programs
 
 TASK = Path(__file__).resolve().parents[2] / "tasks" / "scaling_law"
+
+
+@pytest.fixture
+def environment():
+    return ENVIRONMENT
 
 
 def score_answer(workspace: Path, protected: Path, answer: object | str, scale: str = "smoke") -> dict:
     """Write answer.json (a JSON value, or raw text) and run the scoring program on it."""
     text = answer if isinstance(answer, str) else json.dumps(answer)
     (workspace / "answer.json").write_text(text)
-    return shared.scoring_result(ENVIRONMENT, workspace, protected, scale=scale)
+    return programs.scoring_result(ENVIRONMENT, workspace, protected, scale=scale)
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from inspect_ai import eval
-from inspect_ai.model import get_model
 
 from rebench.scaling_law.task import ENVIRONMENT, scaling_law
-from tests.conftest import tool_call
+from rebench_inspect.testing.fixtures import scored_sample
+from tests.conftest import scripted_agent, tool_call
 
 from .conftest import TASK
 
@@ -24,7 +23,7 @@ def write_answer(answer: dict | str) -> object:
     return tool_call("bash", command=f"cat > answer.json <<'EOF'\n{text}\nEOF")
 
 
-def test_last_valid_answer_counts_and_scores_stay_hidden():
+def test_last_valid_answer_counts_and_scores_stay_hidden(environment, smoke_eval):
     table = json.loads((TASK / "sandbox" / "ground_truth_smoke.json").read_text())
     best = table["loss"].index(min(table["loss"]))
     optimum = {
@@ -37,23 +36,17 @@ def test_last_valid_answer_counts_and_scores_stay_hidden():
         "max_iters": table["max_iters"][-1],
         "loss_prediction": table["loss"][-1],
     }
-    agent = get_model(
-        "mockllm/model",
-        custom_outputs=[
+    agent = scripted_agent(
+        [
             write_answer(optimum),
             tool_call("score"),
             write_answer(worse),
             tool_call("score"),
             write_answer({"n_embd": 8, "max_iters": optimum["max_iters"], "loss_prediction": 3.0}),  # the exploit
             tool_call("score"),
-            tool_call("submit", answer="done"),
-        ],
+        ]
     )
-    task = scaling_law(scale="smoke", sandbox="local", agent_user=None, time_budget_hours=0.5)
-    [log] = eval(task, model=agent, display="none", log_dir=None)
-    assert log.status == "success", log.error
-    [sample] = log.samples
-    score = sample.scores["rebench_scorer"]
+    sample, score = scored_sample(smoke_eval(environment, agent))
     entries = score.metadata["score_log"]
     assert [e["valid"] for e in entries] == [True, True, True, False, False], entries
     start, best_entry, worse_entry = entries[0], entries[1], entries[2]

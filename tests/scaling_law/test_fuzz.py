@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rebench.scaling_law.task import ENVIRONMENT
+from rebench_inspect.testing import programs
 from tests import fuzz_inputs
-from tests import scoring_program as shared
 
 VALID_ANSWER = {"n_embd": 256, "max_iters": 1000, "loss_prediction": 4.0}
 
@@ -17,5 +17,5 @@ VALID_ANSWER = {"n_embd": 256, "max_iters": 1000, "loss_prediction": 4.0}
 def test_malformed_answer_gets_a_verdict(dirs, variant):
     workspace, protected = dirs
     variant.write(workspace / "answer.json")
-    completed = shared.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=60)
+    completed = programs.run_scoring_program(ENVIRONMENT, workspace, protected, timeout=60)
     fuzz_inputs.assert_verdict(completed, protected / "result.json")

@@ -239,33 +239,33 @@ def test_malformed_answers_are_invalid(dirs, text, complaint):
 
 def test_missing_linked_and_oversized_answers(dirs, tmp_path):
     workspace, protected = dirs
-    from tests import scoring_program as shared
+    from rebench_inspect.testing import programs
 
     (workspace / "answer.json").unlink()
-    assert "not found" in shared.scoring_result(ENVIRONMENT, workspace, protected)["message"]
+    assert "not found" in programs.scoring_result(ENVIRONMENT, workspace, protected)["message"]
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps({"n_embd": 16, "max_iters": 848, "loss_prediction": 3.5}))
     os.symlink(secret, workspace / "answer.json")
-    assert "symbolic link" in shared.scoring_result(ENVIRONMENT, workspace, protected)["message"]
+    assert "symbolic link" in programs.scoring_result(ENVIRONMENT, workspace, protected)["message"]
     (workspace / "answer.json").unlink()
     os.mkfifo(workspace / "answer.json")  # root must not block on it
-    assert "regular file" in shared.scoring_result(ENVIRONMENT, workspace, protected, timeout=30)["message"]
+    assert "regular file" in programs.scoring_result(ENVIRONMENT, workspace, protected, timeout=30)["message"]
     (workspace / "answer.json").unlink()
     (workspace / "answer.json").write_text(" " * 70000 + "{}")
-    assert "larger than" in shared.scoring_result(ENVIRONMENT, workspace, protected)["message"]
+    assert "larger than" in programs.scoring_result(ENVIRONMENT, workspace, protected)["message"]
 
 
 def test_workspace_replaced_by_a_link_is_invalid(dirs, tmp_path):
     """The agent owns the workspace's parent folder in containers: a workspace link is never followed by root."""
     _, protected = dirs
-    from tests import scoring_program as shared
+    from rebench_inspect.testing import programs
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "answer.json").write_text(json.dumps({"n_embd": 16, "max_iters": 848, "loss_prediction": 3.5}))
     link = tmp_path / "linked-workspace"
     link.symlink_to(elsewhere)
-    result = shared.scoring_result(ENVIRONMENT, link, protected)
+    result = programs.scoring_result(ENVIRONMENT, link, protected)
     assert not result["valid"] and "not a plain folder" in result["message"]
 
 

@@ -183,7 +183,9 @@ def test_gpu_device_nodes_are_restricted_to_the_trainer_user(prepared, tmp_path,
 def test_setup_at_full_scale_never_downloads(tmp_path):
     """`--setup` (the host's task setup) at full scale without the image's data fails with a clear message."""
     from rebench.scaling_law.task import ENVIRONMENT
-    from tests import scoring_program as shared
+    from rebench_inspect.testing import programs
 
-    completed = shared.run_preparation(ENVIRONMENT, tmp_path / "ws", tmp_path / "protected", scale="full", timeout=120)
+    completed = programs.run_preparation(
+        ENVIRONMENT, tmp_path / "ws", tmp_path / "protected", scale="full", timeout=120
+    )
     assert completed.returncode != 0 and "built into the image" in completed.stderr

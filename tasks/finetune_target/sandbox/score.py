@@ -302,5 +302,8 @@ def score_or_fail(run: ScoringRun) -> Scored:
         raise InfrastructureError(JUDGE_FAILED) from None
 
 
+# Full-scale scoring refuses to start with fewer visible (sandbox_lib.main): generating the answers runs on one GPU.
+GPUS_AT_FULL_SCALE = 1
+
 if __name__ == "__main__":
-    sys.exit(main(score_or_fail))
+    sys.exit(main(score_or_fail, gpus_at_full_scale=GPUS_AT_FULL_SCALE))

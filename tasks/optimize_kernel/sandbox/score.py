@@ -587,5 +587,8 @@ def measure(run: ScoringRun, settings: dict, user: str | None, details: dict) ->
     return trials
 
 
+# Full-scale scoring refuses to start with fewer visible (sandbox_lib.main): the timed calls run on one GPU.
+GPUS_AT_FULL_SCALE = 1
+
 if __name__ == "__main__":
-    sys.exit(main(score))
+    sys.exit(main(score, gpus_at_full_scale=GPUS_AT_FULL_SCALE))

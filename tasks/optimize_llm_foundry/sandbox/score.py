@@ -326,5 +326,8 @@ def score(run: ScoringRun) -> Scored:
     return Scored(seconds, TIMED.format(seconds=seconds), details)
 
 
+# Full-scale scoring refuses to start with fewer visible (sandbox_lib.main): finetune.sh trains on four GPUs (paper).
+GPUS_AT_FULL_SCALE = 4
+
 if __name__ == "__main__":
-    sys.exit(main(score))
+    sys.exit(main(score, gpus_at_full_scale=GPUS_AT_FULL_SCALE))

@@ -179,5 +179,8 @@ def score(run: ScoringRun) -> Scored:
     return Scored(loss, EVALUATED)
 
 
+# Full-scale scoring refuses to start with fewer visible (sandbox_lib.main): the evaluation runs on one GPU.
+GPUS_AT_FULL_SCALE = 1
+
 if __name__ == "__main__":
-    sys.exit(main(score))
+    sys.exit(main(score, gpus_at_full_scale=GPUS_AT_FULL_SCALE))

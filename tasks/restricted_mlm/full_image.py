@@ -1,0 +1,9 @@
+"""restricted_mlm's full image, for the build rehearsal (`rebench images rehearse restricted_mlm`,
+rebench_inspect/tools/rehearsal.py): preparation downloads OpenWebText (its Parquet shards) and tokenises it.
+"""
+
+from rebench_inspect import HubRepo, openwebtext
+
+
+def hub_repos() -> list[HubRepo]:
+    return [openwebtext()]

@@ -1,0 +1,22 @@
+"""benchmarks/overhead.py reads each scoring program run from the log `rebench score --log-dir` keeps."""
+
+import pytest
+from inspect_ai.log import list_eval_logs, read_eval_log
+
+from benchmarks.overhead import Call, program_runs
+from rebench_inspect.runtime.workspace_score import score_workspace
+
+
+def test_the_kept_score_log_times_the_scoring_program_apart_from_the_harness(toy_environment, tmp_path, monkeypatch):
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "answer.txt").write_text("5")
+    result = score_workspace(toy_environment.at("smoke"), tmp_path / "ws", log_dir=str(tmp_path / "logs"))
+    assert result["valid"] and result["raw"] == 5.0
+    [info] = list_eval_logs(str(tmp_path / "logs"))
+    runs, harness_commands = program_runs(read_eval_log(info), toy_environment)
+    # the toy's scoring program ran once (no measured anchors), and the harness ran commands of its own around it
+    assert len(runs) == 1 and 0 < runs[0] < 30, runs
+    assert harness_commands > 0
+    call = Call(wall_s=runs[0] + 2.0, program_runs=runs, before_eval_s=1.0, harness_commands_s=harness_commands)
+    assert call.overhead_s == pytest.approx(2.0)
