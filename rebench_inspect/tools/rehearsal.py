@@ -181,8 +181,7 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
     code = f"{CONTAINER_PROTECTED}/code"
     needs_gpus = scoring_gpus(environment) > 0
     score, cwd = scoring_command(
-        environment,
-        "full",
+        environment.at("full"),
         python="python3",
         code_dir=code,
         workspace=f"{CONTAINER_HOME}/workspace",
@@ -194,8 +193,7 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
     script = f"mkdir -p {code} && tar -x -C {code} && cd {shlex.quote(cwd)} || exit 8; "
     if not needs_gpus:
         setup, _ = prepare_command(
-            environment,
-            "full",
+            environment.at("full"),
             python="python3",
             code_dir=code,
             workspace=f"{CONTAINER_HOME}/workspace",

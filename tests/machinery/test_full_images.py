@@ -14,8 +14,8 @@ from rebench.environments import ENVIRONMENTS
 from rebench.sandbox_lib.program import NO_GPU
 from rebench_inspect.runtime.sandbox import image_tag, sandbox_folder
 from rebench_inspect.spec.environment import full_image_module
+from rebench_inspect.testing.programs import run_scoring_program
 from rebench_inspect.tools import images, rehearsal
-from tests.scoring_program import run_scoring_program
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

@@ -12,8 +12,8 @@ import pytest
 
 from rebench.environments import ENVIRONMENTS
 from rebench.lm_common import gpt2_tokenizer
+from rebench_inspect.testing.programs import run_preparation, run_scoring_program
 from rebench_inspect.tools.hub_standin import HubRepo, assets_for, openwebtext, serve_hub
-from tests.scoring_program import run_preparation, run_scoring_program
 
 
 def hub_environment(endpoint: str, home) -> dict[str, str]:
