@@ -19,8 +19,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+
+from .paths import cache_root
 
 COMPLETE = "complete"  # the marker file of a finished entry: the build's seconds
 
@@ -40,6 +42,13 @@ def entry_lock(entry: Path, *, blocking: bool = True) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)
+
+
+def one_timed_run_at_a_time(environment: str) -> AbstractContextManager[None]:
+    """Timed scoring runs of `environment` take turns: two at once slow each other, so a score would depend on what
+    else the machine was scoring (two samples of a local run, or one sample's score beside another's anchor
+    measurement). One at a time per cache folder: per machine in a local run, per container in Docker."""
+    return entry_lock(cache_root() / environment / "timed-run")
 
 
 def remove_leftovers(entry: Path) -> None:

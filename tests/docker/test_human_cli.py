@@ -109,7 +109,8 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, visible, smoke
         anchors=fixed_smoke_anchors(environment),
     )
     # rebench's own services (with the scoring service where the environment scores apart), the agent's marked
-    services = with_scoring_service(environment, compose_service(environment.at("smoke")))
+    smoke = environment.at("smoke")
+    services = with_scoring_service(smoke, compose_service(smoke))
     services["default"] = {**services["default"], "environment": {RUN_MARKER: marker}}
     task.sandbox = SandboxEnvironmentSpec("docker", ComposeConfig.model_validate({"services": services}))
     solver = human_cli(answer=False, intermediate_scoring=True, record_session=False, user="agent")

@@ -13,12 +13,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from rebench.optimize_kernel.task import ENVIRONMENT
+from rebench.sandbox_lib.cache import one_timed_run_at_a_time
 from rebench_inspect.runtime.staging import scoring_command
 from rebench_inspect.spec.normalise import normalise_unclipped
 
@@ -545,6 +547,27 @@ def test_lingering_subprocess_is_killed(results):
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(FileNotFoundError, ProcessLookupError, PermissionError):
             assert SUBPROCESS_MARKER.encode() not in cmdline.read_bytes()
+
+
+def lock_waiters(lock_file: Path) -> int:
+    """Processes blocked on `lock_file`'s flock, from the kernel's table (`->` marks a waiter)."""
+    inode = f":{lock_file.stat().st_ino} "
+    return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
+
+
+def test_a_scoring_run_waits_for_another_timed_run(tmp_path, monkeypatch):
+    # Two samples of a local run scored side by side slowed each other's timed calls: the demo's starting score of
+    # 0.300 came from one sample's score overlapping the other's anchor measurement. Timed runs take turns now.
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    workspace = make_workspace(tmp_path, START_SOLUTION.read_text())
+    with ThreadPoolExecutor(1) as pool:
+        with one_timed_run_at_a_time("optimize_kernel"):
+            scoring = pool.submit(score_workspace, workspace, tmp_path / "protected")
+            lock_file = tmp_path / "cache" / "optimize_kernel" / ".timed-run.lock"
+            while not scoring.done() and lock_waiters(lock_file) == 0:
+                time.sleep(0.1)
+            assert not scoring.done(), "the scoring run finished while another timed run held the machine"
+        assert scoring.result(timeout=300)["valid"]
 
 
 def test_infrastructure_failure_exits_nonzero(tmp_path):

@@ -38,6 +38,7 @@ from rebench.sandbox_lib import (
     reached_the_agent,
     runner_user,
 )
+from rebench.sandbox_lib.cache import one_timed_run_at_a_time
 from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.modules import copy_modules, module_command
 from rebench.sandbox_lib.untrusted import demote_to, kill_process_group
@@ -557,7 +558,7 @@ def score(run: ScoringRun) -> Scored:
         raise Invalid(NO_SOLUTION)
     user = runner_user(run.run_as)
     details["runner_user"] = user is not None
-    with Quarantine(run.agent_users, user) as quarantine:
+    with one_timed_run_at_a_time("optimize_kernel"), Quarantine(run.agent_users, user) as quarantine:
         try:
             trials = measure(run, settings, user, details)
         finally:

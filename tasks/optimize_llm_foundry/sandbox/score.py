@@ -30,7 +30,6 @@ import stat
 import subprocess
 import sys
 import time
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ from rebench.sandbox_lib import (
     snapshot_tree,
     wait_for_descendants,
 )
-from rebench.sandbox_lib.cache import cached_entry, entry_lock
+from rebench.sandbox_lib.cache import cached_entry, one_timed_run_at_a_time
 from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.paths import cache_root
 
@@ -164,18 +163,13 @@ def script_environment(home: Path) -> dict[str, str]:
 
 # LLM Foundry's data loader (mosaicml-streaming) keeps its state in shared memory under fixed names, and finetune.sh
 # begins by unlinking every such segment (`clean_stale_shared_memory`): two runs that share /dev/shm (the samples of
-# a local run on one machine) break each other, and two timed runs at once would slow each other too. So one run at a
-# time per cache folder (root-only; one per machine in a local run, one per container in Docker).
-def one_run_at_a_time() -> AbstractContextManager[None]:
-    return entry_lock(cache_root() / "optimize_llm_foundry" / "finetune-run")
-
-
+# a local run on one machine) would break each other, besides slowing each other. Hence one run at a time.
 def time_finetune(solution: Path, user: str | None, home: Path, timeout: float, log: Path) -> tuple[float, int]:
     """Run `bash finetune.sh` in `solution` as `user`; (seconds until it and all its descendants exited, status).
-    Waits first for any other run of this program on the machine (`one_run_at_a_time`); the clock starts after.
+    Waits first for any other timed run on the machine (`one_timed_run_at_a_time`); the clock starts after.
 
     Raises Invalid when it runs past `timeout`."""
-    with one_run_at_a_time():
+    with one_timed_run_at_a_time("optimize_llm_foundry"):
         return _time_finetune(solution, user, home, timeout, log)
 
 
