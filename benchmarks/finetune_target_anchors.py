@@ -24,9 +24,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rebench.lm_common.model import GPT, GPTConfig
-
-from tests.finetune_target.conftest import (
+from rebench.lm_common.model import GPT, GPTConfig  # noqa: E402
+from tests.finetune_target.conftest import (  # noqa: E402
     TASK,
     FakeJudge,
     fresh_copy,

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.finetune_target.conftest import FakeJudge, TASK, fresh_copy, run_prepare, score  # noqa: E402
+from tests.finetune_target.conftest import TASK, FakeJudge, fresh_copy, run_prepare, score  # noqa: E402
 
 
 def main() -> None:

@@ -10,64 +10,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from timing import machine, time_preparation, time_scoring, timed
+
 from rebench.fix_embedding.task import ENVIRONMENT
-from rebench_inspect.runtime.staging import prepare_command, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import stage_tree
 
 TASK = ENVIRONMENT.folder
 
 
-def run(cmd: list[str], **kwargs) -> float:
-    started = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
-    return round(time.perf_counter() - started, 2)
-
-
 def score(workspace: Path, protected: Path) -> tuple[float, dict]:
     code = stage_tree(ENVIRONMENT, protected / "code")
-    result = protected / "result.json"
-    command, cwd = scoring_command(
-        ENVIRONMENT.at("smoke"),
-        python=sys.executable,
-        code_dir=code,
-        workspace=workspace,
-        protected=protected,
-        result=result,
-    )
-    seconds = run(command, cwd=cwd)
-    return seconds, json.loads(result.read_text())
+    seconds, result = time_scoring(ENVIRONMENT, code, workspace, protected)
+    return round(seconds, 2), result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reference", action="store_true", help="also run and score the reference solution")
     args = parser.parse_args()
-    report: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d")}
+    report: dict = {"machine": machine(), "date": time.strftime("%Y-%m-%d")}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         env = {**os.environ, "REBENCH_CACHE_DIR": str(root / "cache")}
         staged = stage_tree(ENVIRONMENT, root / "prepare")
-
-        def prepare(name: str) -> tuple[list[str], str]:
-            return prepare_command(
-                ENVIRONMENT.at("smoke"),
-                python=sys.executable,
-                code_dir=staged,
-                workspace=root / f"ws{name}",
-                protected=root / f"p{name}",
-                setup=True,
-            )
-
         for label, name in (("prepare_cold_s", ""), ("prepare_cached_s", "2")):
-            command, cwd = prepare(name)
-            report[label] = run(command, env=env, cwd=cwd)
+            seconds = time_preparation(ENVIRONMENT, staged, root / f"ws{name}", root / f"p{name}", setup=True, env=env)
+            report[label] = round(seconds, 2)
         print(json.dumps(report), file=sys.stderr, flush=True)
         report["score_start_s"], result = score(root / "ws", root / "p")
         report["start_loss"] = result["raw"]
@@ -75,8 +49,8 @@ def main() -> None:
             for item in [*(TASK / "agent" / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
                 if item.is_file():
                     shutil.copy2(item, root / "ws" / item.name)
-            report["reference_solve_s"] = run(["bash", "solve.sh"], cwd=root / "ws",
-                                              env={**env, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable})
+            solve_env = {**env, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable}
+            report["reference_solve_s"] = round(timed(["bash", "solve.sh"], cwd=root / "ws", env=solve_env), 2)
             report["score_reference_s"], result = score(root / "ws", root / "p")
             report["reference_loss"] = result["raw"]
     print(json.dumps(report, indent=2))

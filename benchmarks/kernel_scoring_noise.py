@@ -12,26 +12,20 @@ call carries. The no-op's output is accepted by replacing the reference in this 
 """
 
 import argparse
-import json
 import math
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from timing import time_scoring
+
 from rebench.optimize_kernel.task import ENVIRONMENT
-from rebench_inspect.runtime.staging import scoring_command, stage_tree
+from rebench_inspect.runtime.staging import stage_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "tasks" / "optimize_kernel"
-
-
-def stage(protected: Path) -> Path:
-    """The scoring program staged as the host stages it (rebench_inspect.runtime.staging); returns the staged tree."""
-    return stage_tree(ENVIRONMENT, protected / "code")
 
 
 def score_once(solution: Path, scale: str) -> tuple[dict, float]:
@@ -39,28 +33,9 @@ def score_once(solution: Path, scale: str) -> tuple[dict, float]:
         workspace, protected = Path(tmp) / "workspace", Path(tmp) / "protected"
         workspace.mkdir()
         shutil.copy2(solution, workspace / "solution.py")
-        code = stage(protected)
-        result_path = protected / "result.json"
-        command, cwd = scoring_command(
-            ENVIRONMENT.at(scale),
-            python=sys.executable,
-            code_dir=code,
-            workspace=workspace,
-            protected=protected,
-            result=result_path,
-        )
-        started = time.perf_counter()
-        completed = subprocess.run(
-            command,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        wall = time.perf_counter() - started
-        if completed.returncode != 0:
-            sys.exit(f"scoring program failed:\n{completed.stderr[-3000:]}")
-        return json.loads(result_path.read_text()), wall
+        code = stage_tree(ENVIRONMENT, protected / "code")  # the scoring program staged as the host stages it
+        wall, result = time_scoring(ENVIRONMENT, code, workspace, protected, scale=scale)
+        return result, wall
 
 
 NOOP_SOLUTION = """

@@ -15,22 +15,14 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
+from timing import machine, time_preparation, time_scoring
+
 from rebench.optimize_llm_foundry.task import ENVIRONMENT
-from rebench_inspect.runtime.staging import copy_workspace, prepare_command, scoring_command, stage_tree
-
-
-def timed(command: list[str], **kwargs) -> float:
-    started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True, text=True, **kwargs)
-    return time.perf_counter() - started
+from rebench_inspect.runtime.staging import copy_workspace, stage_tree
 
 
 def main() -> None:
@@ -38,7 +30,7 @@ def main() -> None:
     parser.add_argument("-n", "--runs", type=int, default=3, help="scoring runs per solution")
     args = parser.parse_args()
     report: dict = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine(),
         "load_average_before": os.getloadavg(),
     }
     with tempfile.TemporaryDirectory(prefix="foundry-timings-") as tmp:
@@ -47,15 +39,8 @@ def main() -> None:
         workspace = copy_workspace(ENVIRONMENT.at("smoke"), root / "start")
         protected = root / "protected"
         prepare_dir = stage_tree(ENVIRONMENT, root / "prepare")
-        command, cwd = prepare_command(
-            ENVIRONMENT.at("smoke"),
-            python=sys.executable,
-            code_dir=prepare_dir,
-            workspace=workspace,
-            protected=protected,
-            setup=True,
-        )
-        report["prepare_cold_s"] = round(timed(command, cwd=cwd, env=env), 2)
+        prepare_seconds = time_preparation(ENVIRONMENT, prepare_dir, workspace, protected, setup=True, env=env)
+        report["prepare_cold_s"] = round(prepare_seconds, 2)
         reference = root / "reference"
         shutil.copytree(workspace, reference, symlinks=True)
         shutil.copytree(ENVIRONMENT.reference_dir / "solution", reference / "solution", dirs_exist_ok=True)
@@ -63,17 +48,7 @@ def main() -> None:
         for name, candidate in (("start", workspace), ("reference", reference)):
             runs = []
             for _ in range(args.runs):
-                result = root / "result.json"
-                command, cwd = scoring_command(
-                    ENVIRONMENT.at("smoke"),
-                    python=sys.executable,
-                    code_dir=code_dir,
-                    workspace=candidate,
-                    protected=protected,
-                    result=result,
-                )
-                total = timed(command, cwd=cwd, env=env)
-                outcome = json.loads(result.read_text())
+                total, outcome = time_scoring(ENVIRONMENT, code_dir, candidate, protected, env=env)
                 assert outcome["valid"], outcome["message"]
                 details = outcome["details"]
                 one_off = details.get("reference_seconds")

@@ -12,38 +12,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from timing import machine, time_scoring, timed
+
 from rebench.restricted_mlm.task import ENVIRONMENT
-from rebench_inspect.runtime.staging import copy_workspace, scoring_command, stage_tree
+from rebench_inspect.runtime.staging import copy_workspace, stage_tree
 
 
-def run(cmd: list[str], **kwargs) -> float:
-    started = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
-    return round(time.perf_counter() - started, 2)
-
-
-def score(workspace: Path, protected: Path) -> tuple[float, dict]:
+def score(solution: str, workspace: Path, protected: Path) -> dict:
+    """One scoring run of the workspace's `solution` (start, reference): its seconds, loss and the two parts'."""
     shutil.rmtree(protected / "code", ignore_errors=True)
     stage_tree(ENVIRONMENT, protected / "code")
-    result = protected / "result.json"
-    command, cwd = scoring_command(
-        ENVIRONMENT.at("smoke"),
-        python=sys.executable,
-        code_dir=protected / "code",
-        workspace=workspace,
-        protected=protected,
-        result=result,
-    )
-    seconds = run(command, cwd=cwd)
-    return seconds, json.loads(result.read_text())
+    seconds, result = time_scoring(ENVIRONMENT, protected / "code", workspace, protected)
+    return {
+        f"score_{solution}_s": round(seconds, 2),
+        f"{solution}_loss": result["raw"],
+        f"{solution}_export_s": result["details"].get("export_seconds"),
+        f"{solution}_eval_s": result["details"].get("eval_seconds"),
+    }
 
 
 def main() -> None:
@@ -55,7 +46,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     report: dict = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine(),
         "date": time.strftime("%Y-%m-%d"),
         "load_average_before": os.getloadavg()[0],
     }
@@ -65,37 +56,15 @@ def main() -> None:
         prepare = [sys.executable, str(ENVIRONMENT.prepare_script), "--scale", "smoke"]
         for name, key in (("ws", "prepare_cold_s"), ("ws2", "prepare_cached_s")):
             copy_workspace(ENVIRONMENT.at("full"), root / name)
-            report[key] = run(
-                [
-                    *prepare,
-                    "--workspace",
-                    str(root / name),
-                    "--protected",
-                    str(root / f"{name}-p"),
-                ],
-                env=env,
+            report[key] = round(
+                timed([*prepare, "--workspace", str(root / name), "--protected", str(root / f"{name}-p")], env=env), 2
             )
-        seconds, result = score(root / "ws", root / "ws-p")
-        report.update(
-            score_start_s=seconds,
-            start_loss=result["raw"],
-            start_export_s=result["details"].get("export_seconds"),
-            start_eval_s=result["details"].get("eval_seconds"),
-        )
+        report.update(score("start", root / "ws", root / "ws-p"))
         if args.reference:
             shutil.copytree(ENVIRONMENT.reference_dir, root / "ws", dirs_exist_ok=True)
-            report["reference_solve_s"] = run(
-                ["bash", "solve.sh"],
-                cwd=root / "ws",
-                env={**env, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable},
-            )
-            seconds, result = score(root / "ws", root / "ws-p")
-            report.update(
-                score_reference_s=seconds,
-                reference_loss=result["raw"],
-                reference_export_s=result["details"].get("export_seconds"),
-                reference_eval_s=result["details"].get("eval_seconds"),
-            )
+            solve_env = {**env, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable}
+            report["reference_solve_s"] = round(timed(["bash", "solve.sh"], cwd=root / "ws", env=solve_env), 2)
+            report.update(score("reference", root / "ws", root / "ws-p"))
     report["load_average_after"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2))
 

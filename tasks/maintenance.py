@@ -14,6 +14,12 @@ from rebench_inspect import (
 from .environments import TASKS, environment_named
 
 
+async def _install_reference(state: TaskState) -> None:
+    """The reference solution of the sample's environment, at the sample's scale, into the workspace."""
+    environment = environment_named(state.metadata["environment"])
+    await install_reference_solution(environment.at(state.metadata["scale"]))
+
+
 @solver
 @in_rebench_namespace
 def reference_solution() -> Solver:
@@ -23,8 +29,7 @@ def reference_solution() -> Solver:
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        environment = environment_named(state.metadata["environment"])
-        await install_reference_solution(environment.at(state.metadata["scale"]))
+        await _install_reference(state)
         return state
 
     return solve
@@ -37,8 +42,7 @@ def starting_or_reference_solution() -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if state.metadata["solution"] == "reference":
-            environment = environment_named(state.metadata["environment"])
-            await install_reference_solution(environment.at(state.metadata["scale"]))
+            await _install_reference(state)
         return state
 
     return solve

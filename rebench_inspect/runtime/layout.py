@@ -9,6 +9,8 @@ import sys
 from inspect_ai.util import SandboxEnvironment, sandbox
 from pydantic import BaseModel
 
+from .staging import ProgramPaths
+
 CONTAINER_HOME = "/home/agent"
 CONTAINER_PROTECTED = "/protected"
 # Scoring programs' temporary files: root's (its parent is root's too, so the agent cannot make it first), and not in
@@ -41,6 +43,13 @@ class SandboxLayout(BaseModel):
     def code_dir(self) -> str:
         """Where the staged tree goes (root-only, fresh for each preparation, scoring and process-control run)."""
         return f"{self.protected}/code"
+
+    @property
+    def program_paths(self) -> ProgramPaths:
+        """Where a program staged in `code_dir` runs (the staging command builders' paths)."""
+        return ProgramPaths(
+            python=self.python, code_dir=self.code_dir, workspace=self.workspace, protected=self.protected
+        )
 
     @property
     def scoring_scratch(self) -> str | None:

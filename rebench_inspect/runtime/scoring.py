@@ -149,10 +149,7 @@ async def run_program_in(
     await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
     command, cwd = scoring_command(
         environment,
-        python=layout.python,
-        code_dir=layout.code_dir,
-        workspace=layout.workspace,
-        protected=layout.protected,
+        **layout.program_paths,
         result=result_file,
         run_as=layout.agent_user,
         scratch=layout.scoring_scratch,

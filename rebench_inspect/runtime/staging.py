@@ -10,6 +10,7 @@ programs run as modules (`python -m rebench.<env>.sandbox.score`) from the folde
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
+from typing import TypedDict
 
 from rebench.sandbox_lib.modules import module_command
 
@@ -96,6 +97,16 @@ def copy_workspace(environment: ResolvedEnvironment, destination: Path) -> Path:
 
 def reference_files(environment: EnvironmentSpec) -> dict[str, Path]:
     return _tree(environment.reference_dir, "")
+
+
+class ProgramPaths(TypedDict):
+    """Where a staged program runs, as `scoring_command` and `prepare_command` take it: the interpreter, the staged
+    tree, the agent's workspace and the root-only protected folder."""
+
+    python: str
+    code_dir: str | Path
+    workspace: str | Path
+    protected: str | Path
 
 
 def scoring_command(

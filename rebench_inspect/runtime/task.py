@@ -190,14 +190,7 @@ async def lay_out_workspace(environment: ResolvedEnvironment, layout: SandboxLay
 async def _prepare(environment: ResolvedEnvironment, layout: SandboxLayout) -> None:
     box = layout.sandbox()
     await stage_in_sandbox(environment.spec, layout.code_dir, box)
-    command, cwd = prepare_command(
-        environment,
-        python=layout.python,
-        code_dir=layout.code_dir,
-        workspace=layout.workspace,
-        protected=layout.protected,
-        setup=True,
-    )
+    command, cwd = prepare_command(environment, **layout.program_paths, setup=True)
     await checked_exec(command, timeout=environment.setup_timeout_s, cwd=cwd, box=box)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..runtime.gpu_preflight import TORCH_CUDA
 from ..runtime.layout import CONTAINER_HOME, CONTAINER_PROTECTED, CONTAINER_SCORING_SCRATCH
 from ..runtime.sandbox import image_tag, sandbox_folder
-from ..runtime.staging import prepare_command, scoring_command, staged_tree
+from ..runtime.staging import ProgramPaths, prepare_command, scoring_command, staged_tree
 from ..spec.environment import EnvironmentSpec, full_image_module
 from .hub_standin import assets_for, serve_hub
 from .images import base_tag, build_image, full_requirements, image_exists
@@ -179,27 +179,20 @@ def scoring_problems(tag: str, environment: EnvironmentSpec) -> tuple[list[str],
     without a GPU: a scoring program that needs GPUs must refuse with the sentence that says so (exit 2, no result);
     one that calls a host service must name the missing service; any other must give a verdict."""
     code = f"{CONTAINER_PROTECTED}/code"
+    paths = ProgramPaths(
+        python="python3", code_dir=code, workspace=f"{CONTAINER_HOME}/workspace", protected=CONTAINER_PROTECTED
+    )
     needs_gpus = scoring_gpus(environment) > 0
     score, cwd = scoring_command(
         environment.at("full"),
-        python="python3",
-        code_dir=code,
-        workspace=f"{CONTAINER_HOME}/workspace",
-        protected=CONTAINER_PROTECTED,
+        **paths,
         result="/tmp/result.json",
         run_as="agent",
         scratch=CONTAINER_SCORING_SCRATCH,
     )
     script = f"mkdir -p {code} && tar -x -C {code} && cd {shlex.quote(cwd)} || exit 8; "
     if not needs_gpus:
-        setup, _ = prepare_command(
-            environment.at("full"),
-            python="python3",
-            code_dir=code,
-            workspace=f"{CONTAINER_HOME}/workspace",
-            protected=CONTAINER_PROTECTED,
-            setup=True,
-        )
+        setup, _ = prepare_command(environment.at("full"), **paths, setup=True)
         script += f"{shlex.join(setup)} >/tmp/setup.log 2>&1 || {{ cat /tmp/setup.log; exit 9; }}; "
     script += f'{shlex.join(score)}; echo "exit=$?"; cat /tmp/result.json 2>/dev/null || true'
     done = subprocess.run(

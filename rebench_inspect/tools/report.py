@@ -516,111 +516,102 @@ def _fmt(value: float) -> str:
     return f"{value:.3f}"
 
 
+# runs.csv: one column per attribute of a Run, under its name.
+RUNS_CSV_COLUMNS = (
+    "log_file",
+    "sample_id",
+    "epoch",
+    "environment",
+    "group",
+    "scale",
+    "time_budget_hours",
+    "normalised",
+    "valid",
+    "ended_by",
+    "anchors",
+    "counted",
+    "audit",
+)
+
+
+def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
 def write_report(report: Report, out: Path) -> None:
     """report.md, report.json, runs.csv, environments.csv, best_of_k.csv (plots are written by `write_plots`)."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "runs.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
+    _write_csv(
+        out / "runs.csv",
+        RUNS_CSV_COLUMNS,
+        ([getattr(run, column) for column in RUNS_CSV_COLUMNS] for run in report.runs),
+    )
+    _write_csv(
+        out / "environments.csv",
+        [
+            "environment",
+            "group",
+            "scale",
+            "time_budget_hours",
+            "runs",
+            "mean_normalised",
+            "ci95_low",
+            "ci95_high",
+            "invalid_only_runs",
+            "scoring_failures",
+            "anchors",
+            "sources",
+        ],
+        (
             [
-                "log_file",
-                "sample_id",
-                "epoch",
-                "environment",
-                "group",
-                "scale",
-                "time_budget_hours",
-                "normalised",
-                "valid",
-                "ended_by",
-                "anchors",
-                "counted",
-                "audit",
+                row.environment,
+                row.group,
+                row.scale,
+                row.time_budget_hours,
+                row.runs,
+                row.mean_normalised,
+                row.ci_low,
+                row.ci_high,
+                row.invalid_only_runs,
+                row.scoring_failures,
+                row.anchors,
+                " ".join(row.sources),
             ]
-        )
-        for run in report.runs:
-            writer.writerow(
-                [
-                    run.log_file,
-                    run.sample_id,
-                    run.epoch,
-                    run.environment,
-                    run.group,
-                    run.scale,
-                    run.time_budget_hours,
-                    run.normalised,
-                    run.valid,
-                    run.ended_by,
-                    run.anchors,
-                    run.counted,
-                    run.audit,
-                ]
-            )
-    with open(out / "environments.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
+            for row in report.rows
+        ),
+    )
+    _write_csv(
+        out / "best_of_k.csv",
+        [
+            "group",
+            "scale",
+            "time_budget_hours",
+            "k",
+            "estimate",
+            "ci95_low",
+            "ci95_high",
+            "environments",
+            "environments_with_fewer_runs_than_k",
+        ],
+        (
             [
-                "environment",
-                "group",
-                "scale",
-                "time_budget_hours",
-                "runs",
-                "mean_normalised",
-                "ci95_low",
-                "ci95_high",
-                "invalid_only_runs",
-                "scoring_failures",
-                "anchors",
-                "sources",
+                cohort.group,
+                cohort.scale,
+                cohort.time_budget_hours,
+                point.k,
+                point.estimate,
+                point.ci_low,
+                point.ci_high,
+                " ".join(point.environments),
+                " ".join(point.short_environments),
             ]
-        )
-        for row in report.rows:
-            writer.writerow(
-                [
-                    row.environment,
-                    row.group,
-                    row.scale,
-                    row.time_budget_hours,
-                    row.runs,
-                    row.mean_normalised,
-                    row.ci_low,
-                    row.ci_high,
-                    row.invalid_only_runs,
-                    row.scoring_failures,
-                    row.anchors,
-                    " ".join(row.sources),
-                ]
-            )
-    with open(out / "best_of_k.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "group",
-                "scale",
-                "time_budget_hours",
-                "k",
-                "estimate",
-                "ci95_low",
-                "ci95_high",
-                "environments",
-                "environments_with_fewer_runs_than_k",
-            ]
-        )
-        for cohort in report.cohorts:
-            for point in cohort.best_of_k:
-                writer.writerow(
-                    [
-                        cohort.group,
-                        cohort.scale,
-                        cohort.time_budget_hours,
-                        point.k,
-                        point.estimate,
-                        point.ci_low,
-                        point.ci_high,
-                        " ".join(point.environments),
-                        " ".join(point.short_environments),
-                    ]
-                )
+            for cohort in report.cohorts
+            for point in cohort.best_of_k
+        ),
+    )
     (out / "report.json").write_text(json.dumps(asdict(report), indent=2, default=str))
     (out / "report.md").write_text(markdown(report))
 
