@@ -137,11 +137,8 @@ def _build_reference(environment: EnvironmentSpec, assets: PreparedAssets, entry
         if REFERENCE_SCRIPT in files:
             models = smoke_model_names(environment)
             if len(models) == 1:
-                server = ModelServer(smoke_responder(models[0]))
-                try:
+                with ModelServer(smoke_responder(models[0])) as server:
                     _run_reference_script(workspace, server.env)
-                finally:
-                    server.close()
             else:
                 _run_reference_script(workspace, {})
         for relative, digest in _file_digests(workspace).items():

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 Responder = Callable[[str, int], list[str]]
 """(prompt, number of choices) -> the answers, as a smoke model's responder."""
@@ -120,6 +121,12 @@ class ModelServer:
         self.server.server_close()
         if self.responses_dir is not None:
             shutil.rmtree(self.responses_dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def smoke_responder(name: str) -> Responder:

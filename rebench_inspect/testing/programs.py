@@ -62,9 +62,11 @@ def run_scoring_program(
     run_as: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 600,
+    staged: Path | None = None,
 ) -> subprocess.CompletedProcess:
-    """The scoring program's process; its result file is `protected/result.json`."""
-    code = stage_scoring_program(environment, protected)
+    """The scoring program's process; its result file is `protected/result.json`. `staged`: a tree staged already
+    (`stage_scoring_program`, then changed by the test); None: a fresh one."""
+    code = staged or stage_scoring_program(environment, protected)
     result = protected / "result.json"
     result.unlink(missing_ok=True)
     return _run_staged(

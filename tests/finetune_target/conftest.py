@@ -35,9 +35,8 @@ class FakeJudge(ModelServer):
 
 @pytest.fixture
 def fake_judge() -> Iterator[FakeJudge]:
-    server = FakeJudge()
-    yield server
-    server.close()
+    with FakeJudge() as server:
+        yield server
 
 
 @pytest.fixture

@@ -151,11 +151,8 @@ def test_the_judges_error_text_never_reaches_the_log(env):
     """Issue 21: the judge's error quoted the request (the model's answer to a held-out prompt, here the held-out
     instruction itself) and the scorer printed it to stderr, which the host puts in the sample's error."""
     workspace, protected = env
-    judge = FakeJudge(echo_refusal=True)
-    try:
+    with FakeJudge(echo_refusal=True) as judge:
         completed = run_scoring(workspace, protected, judge.env)
-    finally:
-        judge.close()
     instructions = [json.loads(line)["prompt"] for line in (protected / "heldout.jsonl").read_text().splitlines()]
     assert completed.returncode != 0 and "judge endpoint failed" in completed.stderr
     assert not any(instruction[:40] in completed.stderr for instruction in instructions)
@@ -164,11 +161,8 @@ def test_the_judges_error_text_never_reaches_the_log(env):
 
 def test_exhausted_judge_budget_at_scoring_is_an_infrastructure_failure(env):
     workspace, protected = env
-    judge = FakeJudge(max_calls=5)
-    try:
+    with FakeJudge(max_calls=5) as judge:
         completed = run_scoring(workspace, protected, judge.env)
-    finally:
-        judge.close()
     assert completed.returncode != 0 and "budget" in completed.stderr
 
 
@@ -181,22 +175,16 @@ def test_exhausted_judge_budget_at_scoring_is_an_infrastructure_failure(env):
 )
 def test_unreadable_verdicts_count_as_losses_as_in_the_original(env, reply):
     workspace, protected = env
-    judge = FakeJudge(reply=reply)
-    try:
+    with FakeJudge(reply=reply) as judge:
         result = score(workspace, protected, judge.env)
-    finally:
-        judge.close()
     assert result["valid"] and result["raw"] == 0.0
     assert result["details"]["unreadable_verdicts"] == 64
 
 
 def test_a_judge_that_always_ranks_the_first_answer_first_rewards_the_first_position(env):
     workspace, protected = env
-    judge = FakeJudge(reply='[{"model": "model_1", "rank": 1}, {"model": "model_2", "rank": 2}]')
-    try:
+    with FakeJudge(reply='[{"model": "model_1", "rank": 1}, {"model": "model_2", "rank": 2}]') as judge:
         result = score(workspace, protected, judge.env)
-    finally:
-        judge.close()
     positions = [first for firsts in result["details"]["submitted_first"].values() for first in firsts]
     assert result["raw"] == pytest.approx(positions.count(True) / len(positions))
     assert result["details"]["unreadable_verdicts"] == 0

@@ -98,12 +98,6 @@ def test_the_command_line_prints_one_json_report(tmp_path):
     workspace = _workspace(tmp_path)
     arguments = ["pack", "--workspace", str(workspace), "--out", str(tmp_path / "parts"), "--ignore", "*.pyc"]
     command, cwd = sandbox_command(SUBMISSION_MODULE, arguments, python=sys.executable, code_dir=tmp_path)
-    out = subprocess.run(
-        command,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=True).stdout
     report = json.loads(out)
     assert report["files"] == 3 and report["parts"] == ["part-00000"]

@@ -21,7 +21,6 @@ import pytest
 
 from rebench.optimize_kernel.task import ENVIRONMENT
 from rebench.sandbox_lib.cache import one_timed_run_at_a_time
-from rebench_inspect.runtime.staging import scoring_command
 from rebench_inspect.spec.normalise import normalise_unclipped
 
 from .conftest import (
@@ -576,22 +575,7 @@ def test_infrastructure_failure_exits_nonzero(tmp_path):
     protected = tmp_path / "protected"
     code = stage_scoring_program(protected)
     (code / "rebench" / "optimize_kernel" / "sandbox" / "kernel_common.py").unlink()
-    command, cwd = scoring_command(
-        ENVIRONMENT.at("smoke"),
-        python=sys.executable,
-        code_dir=code,
-        workspace=workspace,
-        protected=protected,
-        result=protected / "result.json",
-    )
-    completed = subprocess.run(
-        command,
-        cwd=cwd,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    completed = run_scoring(workspace, protected, staged=code, timeout=120)
     assert completed.returncode != 0
     assert not (protected / "result.json").exists()
 

@@ -75,9 +75,8 @@ FakeOpenAI = partial(
 
 @pytest.fixture
 def fake_openai() -> Iterator[ModelServer]:
-    server = FakeOpenAI()
-    yield server
-    server.close()
+    with FakeOpenAI() as server:
+        yield server
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -28,9 +28,6 @@ def test_malformed_result_files_get_a_verdict(tmp_path, variant):
     staged.parent.mkdir()
     variant.write(staged)
     (workspace / "variant_path.txt").write_text(str(staged))
-    server = FakeOpenAI()
-    try:
+    with FakeOpenAI() as server:
         completed = run_scoring(workspace, protected, server.env, timeout=300)
-    finally:
-        server.close()
     fuzz_inputs.assert_verdict(completed, protected / "result.json")
