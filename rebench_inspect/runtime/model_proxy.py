@@ -272,17 +272,25 @@ class ModelRoleProxy:
             )
 
     def _check_run(self, run: _Run) -> None:
-        """Refuse a scoring call once this scoring run's own allowance is spent."""
-        limit = self.scoring_budget_usd
-        if run.purpose == "scoring" and limit is not None and run.spent_usd >= limit:
+        """Refuse a scoring call once this scoring run's own allowance is spent (counted in the run and the ledger)."""
+        refusal = self._run_allowance_spent(run) if run.purpose == "scoring" else None
+        if refusal is not None:
             run.refused += 1
             ledger = self._ledger()
             ledger["scoring"]["refused"] += 1
             self._save(ledger)
-            raise BudgetExhausted(
-                f"The {self.role} model's scoring API budget for this scoring run is exhausted: "
-                f"${run.spent_usd:.4f} of ${limit:.2f} over {run.calls} calls. Further calls are refused."
-            )
+            raise refusal
+
+    def _run_allowance_spent(self, run: _Run) -> Exception | None:
+        """The error that refuses the scoring run `run` another call, or None while its allowance lasts (here: the
+        scoring budget in dollars, per run)."""
+        limit = self.scoring_budget_usd
+        if limit is None or run.spent_usd < limit:
+            return None
+        return BudgetExhausted(
+            f"The {self.role} model's scoring API budget for this scoring run is exhausted: "
+            f"${run.spent_usd:.4f} of ${limit:.2f} over {run.calls} calls. Further calls are refused."
+        )
 
     def _check_key(self, run: _Run, config: GenerateConfig) -> None:
         if not secrets.compare_digest(_header(config, PROXY_KEY_HEADER) or "", run.key):

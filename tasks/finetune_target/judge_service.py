@@ -49,18 +49,15 @@ class JudgeProxy(ModelRoleProxy):
         self.call_budget = int(call_budget)
         self.scoring_call_budget = scoring_call_budget
 
-    def _check_run(self, run: Any) -> None:
-        """Refuse a scoring call once this scoring run's own allowance of judge calls is spent."""
+    def _run_allowance_spent(self, run: Any) -> Exception | None:
+        """A scoring run's allowance counts judge calls, not dollars."""
         limit = self.scoring_call_budget
-        if run.purpose == "scoring" and limit is not None and run.requests >= limit:
-            run.refused += 1
-            ledger = self._ledger()
-            ledger["scoring"]["refused"] += 1
-            store().set(ledger_key(self.role), ledger)
-            raise JudgeBudgetExhausted(
-                f"The scoring judge call budget of this scoring run is exhausted: all {limit} judge calls have been "
-                "used. Further judge calls are refused."
-            )
+        if limit is None or run.requests < limit:
+            return None
+        return JudgeBudgetExhausted(
+            f"The scoring judge call budget of this scoring run is exhausted: all {limit} judge calls have been used. "
+            "Further judge calls are refused."
+        )
 
     def check(self, purpose: str) -> None:  # type: ignore[override]
         """Count the call before it is made; refuse an agent call (HTTP 400, this message) once its budget is spent."""
