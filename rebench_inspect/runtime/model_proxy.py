@@ -40,10 +40,11 @@ import re
 import secrets
 import socket
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import anyio
 from inspect_ai.agent import sandbox_agent_bridge
 from inspect_ai.model import (
     GenerateConfig,
@@ -64,6 +65,22 @@ PROXY_KEY_HEADER = "X-Rebench-Proxy-Key"
 RESPONSES_DIR_VARIABLE = "REBENCH_MODEL_RESPONSES_DIR"
 DEFAULT_BUDGET_USD = 500.0
 LISTEN_CHECK_TIMEOUT_S = 30
+
+_BRIDGES_OPENING = anyio.Lock()
+
+
+@asynccontextmanager
+async def one_opening_at_a_time(bridge: AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
+    """Enter `bridge` while no other bridge of this process is being entered; its life is not serialised.
+
+    Opening the first bridge installs Inspect's sandbox tools, which Inspect locks per sandbox object: the local
+    sandboxes of concurrent samples share one host folder for the tools, so two first openings extracted over each
+    other and one could not start them ("Text file busy": a fresh machine's `rebench demo` lost finetune_target)."""
+    async with AsyncExitStack() as scope:
+        async with _BRIDGES_OPENING:
+            opened = await scope.enter_async_context(bridge)
+        yield opened
+
 
 # Run inside the sandbox (as the harness's user): wait until something listens on the port, then print this
 # process's uid and the uids owning each listening socket on it (from /proc/net/tcp and tcp6).
@@ -409,14 +426,16 @@ class ModelRoleProxy:
             await self._record_response(layout, run, output)
 
         try:
-            async with sandbox_agent_bridge(
-                model_resolver=lambda name: model,
-                filter=door_and_budget,
-                response_filter=account,
-                port=run.port,
-                forward_generation_config=True,
-                forward_client_headers={PROXY_KEY_HEADER.lower(): [run.key]},
-                sandbox=getattr(layout, "sandbox_name", None),
+            async with one_opening_at_a_time(
+                sandbox_agent_bridge(
+                    model_resolver=lambda name: model,
+                    filter=door_and_budget,
+                    response_filter=account,
+                    port=run.port,
+                    forward_generation_config=True,
+                    forward_client_headers={PROXY_KEY_HEADER.lower(): [run.key]},
+                    sandbox=getattr(layout, "sandbox_name", None),
+                )
             ):
                 await self._check_listener(layout, run.port)
                 if purpose == "agent":
