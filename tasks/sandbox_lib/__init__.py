@@ -12,7 +12,8 @@ the host from the installed package (tests, the `rebench score` CLI).
   processes frozen and continued afterwards, and remove every trace the runner left (see the module docstring).
 - users.py: every process of a user frozen, continued or killed at once (`kill(-1)` as that user); users_cli.py is
   the program the host runs over it before the final score.
-- `module_command` / `copy_modules` (modules.py): how a staged program runs, `python -m` from the staged tree.
+- `module_command` / `copy_modules` (modules.py): how a staged program runs, `python -m` from the staged tree;
+  `evaluate_in_root_process` runs a scoring program's own evaluation step to its JSON outcome.
 """
 
 from .checkpoints import check_untrusted_checkpoint, checkpoint_rules, load_untrusted_checkpoint, parameter_rules

@@ -5,19 +5,29 @@ root-only into `<protected>/code` (rebench_inspect.runtime.staging) and runs its
 scoring program runs its own helpers the same way. The import path is the working directory, never `PYTHONPATH`:
 the scorer's environment reaches the agent's demoted processes (`run_untrusted`), so a variable would change what
 the agent's code imports. A helper that runs as another user cannot read the root-only tree: `copy_modules` copies
-the modules it needs, at their package paths, into a folder that user can read, and it runs from there.
+the modules it needs, at their package paths, into a folder that user can read, and it runs from there. A scoring
+program's own evaluation step (root, reading held-out data) runs to its JSON outcome with `evaluate_in_root_process`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
+
+from .program import Invalid
+from .result import Reason
 
 # The folder holding the staged `rebench` package (<protected>/code in the sandbox).
 CODE_ROOT = Path(__file__).resolve().parents[2]
+
+EVALUATION_TOO_SLOW = Reason("evaluating the model took longer than {timeout_s:.0f} s")
+EVALUATION_FAILED = Reason("evaluating the model failed")
 
 
 def module_command(
@@ -66,3 +76,29 @@ def copy_modules(modules: Iterable[str], destination: Path) -> list[Path]:
             target.chmod(0o644)
             made.append(target)
     return made
+
+
+def evaluate_in_root_process(
+    module: str,
+    arguments: Sequence[str],
+    outcome_file: Path,
+    *,
+    timeout: float,
+    env: dict[str, str],
+    refusal: Callable[[Any], Reason],
+) -> dict[str, Any]:
+    """Run the scoring program's own evaluation `module` as root in a process of its own (it reads held-out data and
+    imports no code of the agent's) and return the outcome it wrote to `outcome_file`, `{"ok": true, ...}`.
+    `Invalid` when it runs past `timeout` or fails (its output is never read), or when it refused the submission:
+    `refusal(code)` is the scorer's sentence for the outcome's `refused` code."""
+    command, cwd = module_command(module, arguments, isolated=True)
+    try:
+        evaluation = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise Invalid(EVALUATION_TOO_SLOW, timeout_s=timeout) from None
+    if evaluation.returncode != 0 or not outcome_file.is_file():
+        raise Invalid(EVALUATION_FAILED)
+    outcome = json.loads(outcome_file.read_text())
+    if not outcome.get("ok"):
+        raise Invalid(refusal(outcome.get("refused")))
+    return outcome

@@ -69,6 +69,14 @@ class Reason:
         return f"Reason({self.text!r})"
 
 
+class ReasonError(Exception):
+    """A refusal that a caller turns into its own verdict, carrying the scorer's `Reason` (already filled)."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
+
+
 def _template_fields(template: str) -> frozenset[str]:
     fields = set()
     for _, name, spec, conversion in string.Formatter().parse(template):

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .result import Reason
+from .result import Reason, ReasonError
 
 # Defaults generous for a workspace of code; environments whose workspaces hold models copy those files themselves.
 DEFAULT_MAX_BYTES = 4 * 1024**3
@@ -33,12 +33,8 @@ SNAPSHOT_TOO_SLOW = Reason("copying the workspace took too long")
 SNAPSHOT_TOO_LARGE = Reason("the workspace holds more than {max_bytes} bytes to score")
 
 
-class SnapshotTooLarge(Exception):
+class SnapshotTooLarge(ReasonError):
     """The workspace exceeds the snapshot's size or time limit (an invalid submission, not a scorer failure)."""
-
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(str(reason))
-        self.reason = reason
 
 
 @dataclass

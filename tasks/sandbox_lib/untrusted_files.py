@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .program import Invalid
-from .result import Reason
+from .result import Reason, ReasonError
 
 # Deep enough for every format the scorers read (the deepest, restricted_mlm's operator arguments, nest a few levels).
 MAX_JSON_DEPTH = 64
@@ -48,12 +48,8 @@ TOO_DEEP = Reason("{label} nests arrays or objects deeper than {max_depth} level
 NOT_JSON = Reason("{label} is not valid JSON")
 
 
-class _Refused(Exception):
+class _Refused(ReasonError):
     """A JSON value the bounds refuse (raised inside the parser's hooks, turned into `Invalid` by `parse_json`)."""
-
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(str(reason))
-        self.reason = reason
 
 
 def open_regular(path: Path, label: Reason, *, folder_fd: int | None = None) -> int:

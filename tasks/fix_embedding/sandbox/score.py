@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
-from rebench.sandbox_lib import Invalid, Reason, Scored, ScoringRun, check_untrusted_checkpoint, main, parameter_rules
+from rebench.sandbox_lib import Reason, Scored, ScoringRun, check_untrusted_checkpoint, main, parameter_rules
 from rebench.sandbox_lib.checkpoints import refusal
-from rebench.sandbox_lib.modules import module_command
+from rebench.sandbox_lib.modules import evaluate_in_root_process
 from rebench.sandbox_lib.weights import max_checkpoint_bytes
 
 SUBMISSION = "fixed_model.pth"
@@ -27,8 +26,6 @@ TIED = ("transformer.wte.weight", "lm_head.weight")
 # Seconds for each step, per scale; together within the host's scoring_timeout_s (task.py; checked by a test).
 TIMEOUTS_S = {"smoke": {"check": 60, "evaluate": 60}, "full": {"check": 100, "evaluate": 180}}  # spec: 180 s eval
 
-EVALUATION_TOO_SLOW = Reason("evaluating the model took longer than {timeout_s:.0f} s")
-EVALUATION_FAILED = Reason("evaluating the model failed")
 EVALUATED = Reason("fixed_model.pth loaded and evaluated on the held-out tokens")
 
 
@@ -53,23 +50,14 @@ def score(run: ScoringRun) -> Scored:
     clean = check_untrusted_checkpoint(run, run.workspace / SUBMISSION, rules, timeout=run.timeout(timeouts["check"]))
     rules_file, result_file = clean.parent / "rules.json", clean.parent / "evaluation.json"
     rules_file.write_text(json.dumps(rules))
-    command, cwd = module_command(
+    outcome = evaluate_in_root_process(
         f"{__package__}.evaluate_submission",
         [str(clean), str(rules_file), str(run.protected), str(result_file)],
-        isolated=True,
+        result_file,
+        timeout=run.timeout(timeouts["evaluate"]),
+        env=minimal_env(),
+        refusal=lambda code: refusal(code, max_checkpoint_bytes(rules)),
     )
-    timeout = run.timeout(timeouts["evaluate"])
-    try:
-        evaluation = subprocess.run(
-            command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=minimal_env()
-        )
-    except subprocess.TimeoutExpired:
-        raise Invalid(EVALUATION_TOO_SLOW, timeout_s=timeout) from None
-    if evaluation.returncode != 0 or not result_file.is_file():
-        raise Invalid(EVALUATION_FAILED)
-    outcome = json.loads(result_file.read_text())
-    if not outcome.get("ok"):
-        raise Invalid(refusal(outcome.get("refused"), max_checkpoint_bytes(rules)))
     details = {"on_gpu": outcome["device"] == "cuda", "eval_seconds": float(outcome["eval_seconds"])}
     return Scored(float(outcome["loss"]), EVALUATED, {**details, "loss": float(outcome["loss"])})
 

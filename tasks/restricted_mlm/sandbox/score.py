@@ -18,7 +18,6 @@ import pwd
 import secrets
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ from rebench.sandbox_lib import (
     main,
     run_untrusted,
 )
-from rebench.sandbox_lib.modules import copy_modules, module_command
+from rebench.sandbox_lib.modules import EVALUATION_FAILED, copy_modules, evaluate_in_root_process, module_command
 from rebench.sandbox_lib.untrusted_files import read_json
 
 SOLUTION = "solution"
@@ -56,8 +55,6 @@ EXPORT_FAILED = Reason(
 EXPORT_REPORT = Reason("the export step's report")
 EXPORT_UNREADABLE = Reason("the export step's report is unreadable")
 EXPORT_MISSING = Reason("the export step wrote no program.json and weights.pt (both regular files)")
-EVALUATION_TOO_SLOW = Reason("evaluating the model took longer than {timeout_s:.0f} s")
-EVALUATION_FAILED = Reason("evaluating the model failed")
 EVALUATION_REFUSALS = {
     "graph": Reason(
         "the exported graph is malformed or uses operations that are not allowed (check_model.py in the workspace "
@@ -144,28 +141,15 @@ def export(run: ScoringRun, settings: dict) -> Path:
 def evaluate(run: ScoringRun, program: Path) -> float:
     """Step 2, as root in its own process: the loss, or `Invalid`."""
     result_path = run.work / "evaluation.json"
-    command, cwd = module_command(
-        f"{__package__}.evaluate_program", [str(program), str(run.protected), str(result_path)], isolated=True
+    outcome = evaluate_in_root_process(
+        f"{__package__}.evaluate_program",
+        [str(program), str(run.protected), str(result_path)],
+        result_path,
+        timeout=run.timeout(TIMEOUTS_S[run.scale]["evaluate"]),
+        # this child runs as root: it keeps the scoring program's root-only TMPDIR (sandbox_lib.program.use_scratch)
+        env={**minimal_env(os.environ.get("HOME", "/root")), "TMPDIR": tempfile.gettempdir()},
+        refusal=lambda code: EVALUATION_REFUSALS.get(code, EVALUATION_FAILED),
     )
-    timeout = run.timeout(TIMEOUTS_S[run.scale]["evaluate"])
-    try:
-        evaluation = subprocess.run(
-            command,
-            check=False,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            # this child runs as root: it keeps the scoring program's root-only TMPDIR (sandbox_lib.program.use_scratch)
-            env={**minimal_env(os.environ.get("HOME", "/root")), "TMPDIR": tempfile.gettempdir()},
-        )
-    except subprocess.TimeoutExpired:
-        raise Invalid(EVALUATION_TOO_SLOW, timeout_s=timeout) from None
-    if evaluation.returncode != 0 or not result_path.is_file():
-        raise Invalid(EVALUATION_FAILED)
-    outcome = json.loads(result_path.read_text())
-    if not outcome.get("ok"):
-        raise Invalid(EVALUATION_REFUSALS.get(outcome.get("refused"), EVALUATION_FAILED))
     run.details.update({key: outcome[key] for key in ("on_gpu", "ops_seen", "eval_seconds", "loss")})
     return float(outcome["loss"])
 
