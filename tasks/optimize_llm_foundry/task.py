@@ -88,8 +88,9 @@ ENVIRONMENT = EnvironmentSpec(
         "solution/finetune.yaml": f"{ORIGINAL_SOLUTION}/finetune.{{scale}}.yaml",
         "env.sh": "sandbox/env.sh",
     },
-    # What the scorer supplies itself or never reuses (score.py's RUN_IGNORE): not carried into the scoring service,
-    # where a 2.7 GB base model would otherwise be copied for every scoring run.
+    # Never taken from the agent's workspace, neither into the scoring service (a 2.7 GB base model would be copied
+    # for every scoring run) nor into the scored copy of the solution: what the scorer supplies itself, and the
+    # script's own outputs (a finished checkpoint left there must not be reused).
     workspace_ignore=(
         "__pycache__",
         "*.pyc",

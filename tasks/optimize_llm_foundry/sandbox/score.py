@@ -100,18 +100,6 @@ DATA_MISSING = Reason("held-out data or base model missing (prepare.py did not r
 STACK_MISSING = Reason("the LLM Foundry stack is not installed (see the line above)")
 REFERENCE_FAILED = Reason("the original finetune.sh failed on the held-out data")
 REFERENCE_WROTE_NOTHING = Reason("the original finetune.sh wrote no trained_model/model.safetensors")
-# Never copied from the agent's workspace: what the scorer supplies itself, and the script's own outputs (a finished
-# checkpoint left there must not be reused).
-RUN_IGNORE = (
-    "env.sh",
-    "train_data.jsonl",
-    "base_model",
-    "finetuning_tokens",
-    "ftout",
-    "trained_model",
-    "__pycache__",
-    "*.pyc",
-)
 # The environment the script runs with: nothing of this program's, the stack's venv and the devices passed on.
 PASSED_VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LANG")
 # Generous: a Composer checkpoint with optimizer state is several times the model's size.
@@ -257,7 +245,7 @@ def candidate_solution(run: ScoringRun, run_dir: Path, user: str | None, limits:
             run.workspace,
             run_dir,
             user=user,
-            ignore=RUN_IGNORE,
+            ignore=run.args.ignore,  # the environment's workspace_ignore (task.py)
             max_bytes=limits["max_solution_bytes"],
             max_seconds=run.timeout(TIMEOUTS_S[run.scale]["prepare_run"]),
         )
