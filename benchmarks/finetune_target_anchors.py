@@ -61,9 +61,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ft-anchors-") as tmp:
         root = Path(tmp)
         (root / "assets" / "workspace").mkdir(parents=True)
-        completed = run_prepare(
-            root / "assets" / "workspace", root / "assets" / "protected"
-        )
+        completed = run_prepare(root / "assets" / "workspace", root / "assets" / "protected")
         assert completed.returncode == 0, completed.stderr[-2000:]
         judge = FakeJudge()
         try:

@@ -51,8 +51,13 @@ def main() -> None:
                 for item in (TASK / "reference").iterdir():
                     shutil.copy2(item, workspace / item.name)
                 started = time.time()
-                subprocess.run(["bash", "solve.sh"], cwd=workspace, check=True, capture_output=True,
-                               env={**os.environ, **judge.env, "PYTHON": sys.executable})
+                subprocess.run(
+                    ["bash", "solve.sh"],
+                    cwd=workspace,
+                    check=True,
+                    capture_output=True,
+                    env={**os.environ, **judge.env, "PYTHON": sys.executable},
+                )
                 timings["reference_s"] = round(time.time() - started, 2)
                 timings["reference_win_rate"] = score(workspace, protected, judge.env)["raw"]
         finally:

@@ -38,16 +38,18 @@ def per_problem() -> list[dict]:
         source = SOLUTIONS.get(problem["title"]) or NEAR_MISSES[problem["title"]]
         started = time.perf_counter()
         verdict = rust_evaluator.judge(problem, source, limits=rust_evaluator.LIMITS["smoke"])
-        rows.append({
-            "problem": problem["name"],
-            "split": problem["split"],
-            "program": "correct" if problem["title"] in SOLUTIONS else "near miss",
-            "outcome": verdict.outcome,
-            "tests": verdict.tests_total,
-            "compile_s": verdict.compile_s,
-            "run_all_tests_s": verdict.run_s,
-            "total_s": round(time.perf_counter() - started, 3),
-        })
+        rows.append(
+            {
+                "problem": problem["name"],
+                "split": problem["split"],
+                "program": "correct" if problem["title"] in SOLUTIONS else "near miss",
+                "outcome": verdict.outcome,
+                "tests": verdict.tests_total,
+                "compile_s": verdict.compile_s,
+                "run_all_tests_s": verdict.run_s,
+                "total_s": round(time.perf_counter() - started, 3),
+            }
+        )
     return rows
 
 
@@ -84,8 +86,13 @@ def main() -> None:
     args = parser.parse_args()
     rows = per_problem()
     report = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "rustc": os.popen("rustc --version").read().strip(), "load_average": os.getloadavg()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "rustc": os.popen("rustc --version").read().strip(),
+            "load_average": os.getloadavg(),
+        },
         "per_problem": rows,
         "compile_s_mean": round(sum(r["compile_s"] for r in rows) / len(rows), 3),
         "run_all_tests_s_mean": round(sum(r["run_all_tests_s"] for r in rows) / len(rows), 3),
