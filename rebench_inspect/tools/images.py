@@ -127,6 +127,15 @@ def add_environment_build_files(environment: EnvironmentSpec, served: Path) -> N
     getattr(importlib.import_module(module), function)(served)
 
 
+def digest(parts: list[str] | list[bytes]) -> str:
+    """A short content key for a build argument that must change when what the build is served changes."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part.encode() if isinstance(part, str) else part)
+        hasher.update(b"\0")
+    return hasher.hexdigest()[:16]
+
+
 def _prepare_archive(environment: EnvironmentSpec) -> bytes | None:
     if environment.prepare_script is None:
         return None
@@ -213,6 +222,8 @@ def build_image(
                 *common,
                 "--build-arg",
                 f"BASE_IMAGE={base_image or DEBIAN_PARENT}",
+                "--build-arg",
+                f"WHEELS_DIGEST={digest(sorted(wheel.name for wheel in wheels))}",
                 "-t",
                 base_tag(scale),
                 "-f",
@@ -236,7 +247,7 @@ def build_image(
                 ),
                 # Preparation reruns exactly when its code changes (the files arrive over loopback, not by COPY).
                 "--build-arg",
-                f"PREPARE_DIGEST={hashlib.sha256(prepare or b'').hexdigest()[:16]}",
+                f"PREPARE_DIGEST={digest([prepare or b''])}",
                 "-t",
                 tag,
                 "-f",
