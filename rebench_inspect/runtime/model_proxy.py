@@ -75,7 +75,8 @@ async def one_opening_at_a_time(bridge: AbstractAsyncContextManager[Any]) -> Asy
 
     Opening the first bridge installs Inspect's sandbox tools, which Inspect locks per sandbox object: the local
     sandboxes of concurrent samples share one host folder for the tools, so two first openings extracted over each
-    other and one could not start them ("Text file busy": on a fresh machine `rebench demo` lost an environment that opens a proxy)."""
+    other and one could not start them ("Text file busy": on a fresh machine, `rebench demo` lost an environment
+    that opens a proxy)."""
     async with AsyncExitStack() as scope:
         async with _BRIDGES_OPENING:
             opened = await scope.enter_async_context(bridge)
