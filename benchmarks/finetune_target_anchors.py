@@ -9,29 +9,21 @@ randomly initialised model of the same architecture (noise level, which must sco
 JSON object; every number is deterministic for a given machine's torch build. About two minutes on 2 cores.
 """
 
+from __future__ import annotations
+
+import argparse
 import json
-import os
-import platform
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from finetune_target_timings import score, smoke_judge
+from timing import machine, time_reference
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from rebench.lm_common.model import GPT, GPTConfig  # noqa: E402
-from tests.finetune_target.conftest import (  # noqa: E402
-    TASK,
-    FakeJudge,
-    fresh_copy,
-    run_prepare,
-    score,
-)
+from rebench.finetune_target.task import ENVIRONMENT
+from rebench.lm_common.model import GPT, GPTConfig
+from rebench_inspect.testing.fixtures import prepare_smoke_assets
 
 
 def random_model_checkpoint(workspace: Path, seed: int = 0) -> None:
@@ -53,40 +45,22 @@ def summary(result: dict) -> dict:
 
 
 def main() -> None:
-    measured: dict = {
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "torch": torch.__version__,
-    }
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
+    measured: dict = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "torch": torch.__version__}
     with tempfile.TemporaryDirectory(prefix="ft-anchors-") as tmp:
         root = Path(tmp)
-        (root / "assets" / "workspace").mkdir(parents=True)
-        completed = run_prepare(root / "assets" / "workspace", root / "assets" / "protected")
-        assert completed.returncode == 0, completed.stderr[-2000:]
-        judge = FakeJudge()
-        try:
-            workspace, protected = fresh_copy(root / "assets", root / "start")
-            measured["start"] = summary(score(workspace, protected, judge.env))
+        assets = prepare_smoke_assets(ENVIRONMENT, root / "assets")
+        with smoke_judge() as judge:
+            workspace, protected = assets.copy_to(root / "start")
+            measured["start"] = summary(score(workspace, protected, judge)[1])
 
-            workspace, protected = fresh_copy(root / "assets", root / "noise")
+            workspace, protected = assets.copy_to(root / "noise")
             random_model_checkpoint(workspace)
-            measured["random_init"] = summary(score(workspace, protected, judge.env))
+            measured["random_init"] = summary(score(workspace, protected, judge)[1])
 
-            workspace, protected = fresh_copy(root / "assets", root / "reference")
-            for item in (TASK / "reference").iterdir():
-                shutil.copy2(item, workspace / item.name)
-            started = time.time()
-            subprocess.run(
-                ["bash", "solve.sh"],
-                cwd=workspace,
-                check=True,
-                capture_output=True,
-                env={**os.environ, **judge.env, "PYTHON": sys.executable},
-            )
-            measured["reference_training_s"] = round(time.time() - started, 1)
-            measured["reference"] = summary(score(workspace, protected, judge.env))
-        finally:
-            judge.close()
+            workspace, protected = assets.copy_to(root / "reference")
+            measured["reference_training_s"] = round(time_reference(ENVIRONMENT, workspace, env=judge.env), 1)
+            measured["reference"] = summary(score(workspace, protected, judge)[1])
     print(json.dumps(measured, indent=2))
 
 

@@ -6,63 +6,62 @@ Runs everything on the host (CPU) with the offline smoke judge behind a local Op
 (no Inspect, no network). Prints one JSON object with seconds and the win rates.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from timing import machine, time_reference, time_scoring
 
-from tests.finetune_target.conftest import TASK, FakeJudge, fresh_copy, run_prepare, score  # noqa: E402
+from rebench.finetune_target.smoke_judge import judge_replies
+from rebench.finetune_target.task import ENVIRONMENT
+from rebench_inspect.testing.fixtures import PreparedAssets, prepare_smoke_assets
+from rebench_inspect.testing.model_server import ModelServer
+from rebench_inspect.testing.programs import stage_scoring_program
+
+
+def smoke_judge() -> ModelServer:
+    """The offline smoke judge behind a local OpenAI-compatible endpoint; a context manager."""
+    return ModelServer(judge_replies)
+
+
+def score(workspace: Path, protected: Path, judge: ModelServer) -> tuple[float, dict]:
+    """Seconds one scoring call took, judged by `judge`, and its result."""
+    code = stage_scoring_program(ENVIRONMENT, protected)
+    seconds, result = time_scoring(ENVIRONMENT, code, workspace, protected, env={**os.environ, **judge.env})
+    return round(seconds, 2), result
+
+
+def timed_preparation(root: Path) -> tuple[float, PreparedAssets]:
+    """Seconds the smoke assets took to prepare in `root` (staging, starting files and the preparation program)."""
+    started = time.perf_counter()
+    assets = prepare_smoke_assets(ENVIRONMENT, root)
+    return round(time.perf_counter() - started, 2), assets
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", action="store_true", help="also time the reference solution (about a minute)")
     args = parser.parse_args()
-    timings: dict = {}
+    report: dict = {"machine": machine()}
     with tempfile.TemporaryDirectory(prefix="ft-bench-") as tmp:
         root = Path(tmp)
         os.environ.setdefault("REBENCH_CACHE_DIR", str(root / "cache"))
-        (root / "assets" / "workspace").mkdir(parents=True)
-        for label in ("prepare_first_s", "prepare_cached_s"):
-            started = time.time()
-            completed = run_prepare(root / "assets" / "workspace", root / "assets" / "protected")
-            assert completed.returncode == 0, completed.stderr[-2000:]
-            timings[label] = round(time.time() - started, 2)
-            shutil.rmtree(root / "assets" / "protected")
-            (root / "assets" / "workspace").mkdir(exist_ok=True)
-        run_prepare(root / "assets" / "workspace", root / "assets" / "protected")
-        workspace, protected = fresh_copy(root / "assets", root / "run")
-        judge = FakeJudge()
-        try:
-            started = time.time()
-            result = score(workspace, protected, judge.env)
-            timings["score_call_s"] = round(time.time() - started, 2)
-            timings["start_win_rate"] = result["raw"]
-            timings["score_details"] = {k: result["details"][k] for k in ("generation_s", "judging_s", "judge_calls")}
+        report["prepare_first_s"], _ = timed_preparation(root / "first")
+        report["prepare_cached_s"], assets = timed_preparation(root / "cached")
+        workspace, protected = assets.copy_to(root / "run")
+        with smoke_judge() as judge:
+            report["score_call_s"], result = score(workspace, protected, judge)
+            report["start_win_rate"] = result["raw"]
+            report["score_details"] = {k: result["details"][k] for k in ("generation_s", "judging_s", "judge_calls")}
             if args.reference:
-                for item in (TASK / "reference").iterdir():
-                    shutil.copy2(item, workspace / item.name)
-                started = time.time()
-                subprocess.run(
-                    ["bash", "solve.sh"],
-                    cwd=workspace,
-                    check=True,
-                    capture_output=True,
-                    env={**os.environ, **judge.env, "PYTHON": sys.executable},
-                )
-                timings["reference_s"] = round(time.time() - started, 2)
-                timings["reference_win_rate"] = score(workspace, protected, judge.env)["raw"]
-        finally:
-            judge.close()
-    print(json.dumps(timings, indent=2))
+                report["reference_s"] = round(time_reference(ENVIRONMENT, workspace, env=judge.env), 2)
+                report["reference_win_rate"] = score(workspace, protected, judge)[1]["raw"]
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import machine, time_preparation, time_scoring, timed
+from timing import machine, time_preparation, time_reference, time_scoring
 
 from rebench.fix_embedding.task import ENVIRONMENT
 from rebench_inspect.runtime.staging import stage_tree
@@ -46,11 +46,10 @@ def main() -> None:
         report["score_start_s"], result = score(root / "ws", root / "p")
         report["start_loss"] = result["raw"]
         if args.reference:
-            for item in [*(TASK / "agent" / "workspace").iterdir(), *(TASK / "reference").iterdir()]:
+            for item in (TASK / "agent" / "workspace").iterdir():
                 if item.is_file():
                     shutil.copy2(item, root / "ws" / item.name)
-            solve_env = {**env, "REBENCH_SCALE": "smoke", "PYTHON": sys.executable}
-            report["reference_solve_s"] = round(timed(["bash", "solve.sh"], cwd=root / "ws", env=solve_env), 2)
+            report["reference_solve_s"] = round(time_reference(ENVIRONMENT, root / "ws", env=env), 2)
             report["score_reference_s"], result = score(root / "ws", root / "p")
             report["reference_loss"] = result["raw"]
     print(json.dumps(report, indent=2))

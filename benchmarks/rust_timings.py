@@ -17,18 +17,18 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TASK = ROOT / "tasks" / "rust_codecontests"
-sys.path.insert(0, str(ROOT))  # the tests package, whose fake model server this reuses
+from rebench.rust_codecontests.sandbox import rust_evaluator
+from rebench.rust_codecontests.smoke_model import NEAR_MISSES, SOLUTIONS, smoke_answers
+from rebench.rust_codecontests.task import ENVIRONMENT
+from rebench_inspect.testing.fixtures import prepare_smoke_assets
+from rebench_inspect.testing.model_server import ModelServer
+from rebench_inspect.testing.programs import scoring_result
 
-from rebench.rust_codecontests.sandbox import rust_evaluator  # noqa: E402
-from rebench.rust_codecontests.smoke_model import NEAR_MISSES, SOLUTIONS  # noqa: E402
+TASK = ENVIRONMENT.folder
 
 
 def per_problem() -> list[dict]:
@@ -54,29 +54,25 @@ def per_problem() -> list[dict]:
 
 
 def scoring_runs() -> dict:
-    sys.path.insert(0, str(ROOT / "tests" / "rust_codecontests"))
-    from conftest import REFERENCE_SOLUTION, START_SOLUTION, FakeOpenAI, make_env, score_workspace
-
-    server = FakeOpenAI()
     out = {}
-    try:
-        for name, solution in (("start", START_SOLUTION), ("reference", REFERENCE_SOLUTION)):
-            root = Path(tempfile.mkdtemp(prefix="rust-timings-"))
-            try:
-                workspace, protected = make_env(root, solution)
-                started = time.perf_counter()
-                result = score_workspace(workspace, protected, server.env)
-                out[name] = {
-                    "raw": result["raw"],
-                    "generation_s": result["details"]["generation_s"],
-                    "judging_s": result["details"]["judging_s"],
-                    "programs_from_model": result["details"]["programs_from_model"],
-                    "total_s": round(time.perf_counter() - started, 2),
-                }
-            finally:
-                shutil.rmtree(root, ignore_errors=True)
-    finally:
-        server.close()
+    # The offline scaffold model behind a key, every answer recorded, as the harness's scoring proxy serves it.
+    with (
+        tempfile.TemporaryDirectory(prefix="rust-timings-") as tmp,
+        ModelServer(smoke_answers, keyed=True, record=True) as server,
+    ):
+        assets = prepare_smoke_assets(ENVIRONMENT, Path(tmp) / "assets")
+        for name, solution in (("start", TASK / "agent" / "workspace"), ("reference", TASK / "reference")):
+            workspace, protected = assets.copy_to(Path(tmp) / name)
+            (workspace / "solution.py").write_text((solution / "solution.py").read_text())
+            started = time.perf_counter()
+            result = scoring_result(ENVIRONMENT, workspace, protected, env={**os.environ, **server.env})
+            out[name] = {
+                "raw": result["raw"],
+                "generation_s": result["details"]["generation_s"],
+                "judging_s": result["details"]["judging_s"],
+                "programs_from_model": result["details"]["programs_from_model"],
+                "total_s": round(time.perf_counter() - started, 2),
+            }
     return out
 
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from timing import machine, time_preparation, time_scoring, timed
+from timing import machine, time_preparation, time_reference, time_scoring, timed
 
 from rebench.scaling_law.task import ENVIRONMENT
 from rebench_inspect.runtime.staging import stage_tree
@@ -47,10 +45,7 @@ def main() -> None:
         config.write_text("n_embd = 16\nmax_iters = 100\n")
         report["experiment_16x100_s"] = round(timed([sys.executable, "train.py", config.name], cwd=workspace), 2)
         if args.reference:
-            for item in ENVIRONMENT.reference_dir.iterdir():
-                shutil.copy2(item, workspace / item.name)
-            env = {**os.environ, "PYTHON": sys.executable}
-            report["reference_s"] = round(timed(["bash", "solve.sh"], cwd=workspace, env=env), 2)
+            report["reference_s"] = round(time_reference(ENVIRONMENT, workspace), 2)
             report["reference_answer"] = json.loads((workspace / "answer.json").read_text())
             _, report["reference_score"] = score(workspace, protected, scoring)
     print(json.dumps(report, indent=2, default=str))

@@ -1,6 +1,6 @@
-"""What the timing scripts beside this file share: the machine they ran on, and an environment's preparation and
-scoring programs started as the host starts them (rebench_inspect.runtime.staging's command builders, on a tree the
-script staged), timed from outside.
+"""What the timing scripts beside this file share: the machine they ran on, an environment's preparation and scoring
+programs started as the host starts them (rebench_inspect.runtime.staging's command builders, on a tree the script
+staged), and its reference solution run as the tests' fixtures run it, each timed from outside.
 
 The scripts run as `python benchmarks/<script>.py`, which puts this folder first on the import path: they import it
 as `timing`.
@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rebench_inspect import EnvironmentSpec, Scale
-from rebench_inspect.runtime.staging import prepare_command, scoring_command
+from rebench_inspect.runtime.reference import REFERENCE_SCRIPT
+from rebench_inspect.runtime.staging import prepare_command, reference_files, scoring_command
 
 
 def machine() -> str:
@@ -78,3 +80,13 @@ def time_scoring(
     )
     seconds = timed(command, cwd=cwd, env=env)
     return seconds, json.loads(result.read_text())
+
+
+def time_reference(environment: EnvironmentSpec, workspace: Path, *, env: dict[str, str] | None = None) -> float:
+    """Seconds the reference solution took at smoke scale: its files copied over `workspace`, then its script run
+    there (`env`: variables beyond this process's own, e.g. a model endpoint)."""
+    for relative, source in reference_files(environment).items():
+        (workspace / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, workspace / relative)
+    variables = {**os.environ, **(env or {}), "REBENCH_SCALE": "smoke", "PYTHON": sys.executable}
+    return timed(["bash", REFERENCE_SCRIPT], cwd=workspace, env=variables)
