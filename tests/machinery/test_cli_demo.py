@@ -82,3 +82,22 @@ def test_an_errored_row_gives_the_exceptions_text_and_a_cancelled_one_says_why()
     assert error_sentence('RuntimeError("it\'s gone")') == "it's gone"
     assert "stopped when the other sample" in error_sentence("CancelledError('Cancelled via cancel scope 7f8c')")
     assert error_sentence("plain words") == "plain words"
+
+
+def test_a_timed_environments_samples_run_one_after_the_other(two_toys, tmp_path, monkeypatch):
+    # Beside the other sample's work, the same starting solution timed 15 ms once and 32 ms the next time.
+    import inspect_ai
+
+    from rebench.environments import ENVIRONMENTS
+
+    monkeypatch.setitem(ENVIRONMENTS, "toy", ENVIRONMENTS["toy"].model_copy(update={"smoke_anchor_runs": 1}))
+    asked: dict[str, object] = {}
+    real_eval = inspect_ai.eval
+
+    def spying_eval(task, **kwargs):
+        asked[task.name] = kwargs.get("max_samples")
+        return real_eval(task, **kwargs)
+
+    monkeypatch.setattr(inspect_ai, "eval", spying_eval)
+    cli.main(["demo", "toy", "toy_off", "--quiet", "--log-dir", str(tmp_path)])
+    assert asked == {"rebench/sandbox_check/toy": 1, "rebench/sandbox_check/toy_off": None}
