@@ -24,13 +24,16 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scaling_common import ScaleSettings
 
 # The one sandbox program outside the package form (docs/CONTRACT.md): it runs from its installed folder under a sudo
-# rule that pins `python3 -I <folder>/trainer.py`, and -I leaves that folder off the import path.
+# rule that pins `python3 -I <folder>/trainer.py`, and -I leaves that folder off the import path. So it puts the
+# folder there itself, and its sibling modules (scaling_common, model, tokens) are imported where they are used.
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-
-from scaling_common import SETTINGS, ScaleSettings, format_flops
 
 SETTINGS_FILE = "trainer_settings.json"
 TUNABLE = {"n_embd", "max_iters"}
@@ -116,6 +119,8 @@ def append_ledger(path: Path, entry: dict) -> None:
 
 
 def account(ledger: list[dict], settings: ScaleSettings) -> str:
+    from scaling_common import format_flops
+
     runs = [e for e in ledger if e.get("status") == "started"]  # one "started" line per run that trained
     total = sum(float(e.get("flops", 0.0)) for e in runs)
     return (
@@ -212,6 +217,8 @@ def train(config: dict, settings: ScaleSettings, data_dir: Path, log=print) -> d
 
 
 def run(config_text: str, name: str, trainer_settings: dict) -> int:
+    from scaling_common import SETTINGS, format_flops
+
     settings = SETTINGS[trainer_settings["scale"]]
     ledger_path = Path(trainer_settings["ledger"])
     entry: dict = {"time": time.time(), "name": name[:100], "user": os.getuid()}
