@@ -54,3 +54,9 @@ def existing_directory(text: str) -> Path:
     if not Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
     return Path(text)
+
+
+def existing_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return text

@@ -5,7 +5,7 @@ import json
 
 from ..spec.choices import not_one_of
 from ..spec.scales import SCALES
-from .arguments import CommandLineError, add_environment, existing_directory, role_assignment
+from .arguments import CommandLineError, add_environment, existing_directory, existing_file, role_assignment
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -24,6 +24,13 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="model for a role the environment's services use (e.g. scaffold=openai/gpt-3.5-turbo-0125)",
     )
     score.add_argument(
+        "--anchors",
+        metavar="FILE",
+        type=existing_file,
+        help="an anchors file (as `-T anchors=FILE`; written by `rebench calibrate`): normalise with it. At smoke "
+        "scale a timed environment otherwise measures its anchors on this machine first, at every call",
+    )
+    score.add_argument(
         "--log-dir", help="keep the eval log of this scoring there (its transcript times each step); default: none kept"
     )
     score.set_defaults(run=run)
@@ -32,10 +39,16 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
 def run(args: argparse.Namespace) -> int:
     from rebench.environments import ENVIRONMENTS, TASKS
 
+    from ..runtime.environment_task import TaskParameterError
     from ..runtime.workspace_score import score_workspace
 
     environment = ENVIRONMENTS[args.environment]
-    environment_task = TASKS[environment.name](scale=args.scale, sandbox="local", agent_user=None)
+    try:
+        environment_task = TASKS[environment.name](
+            scale=args.scale, sandbox="local", agent_user=None, anchors=args.anchors
+        )
+    except TaskParameterError as ex:  # an anchors file for another environment or scale, or not one at all
+        raise CommandLineError(f"--anchors: {ex}") from None
     roles = dict(args.model_role)
     if unknown := sorted(set(roles) - set(environment_task.model_roles or {})):
         known = sorted(environment_task.model_roles or {})
@@ -44,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             if known
             else f"--model-role: {environment.name} uses no model roles"
         )
-    result = score_workspace(environment.at(args.scale), args.workspace, environment_task, roles, log_dir=args.log_dir)
+    resolved = environment.at(args.scale, args.anchors)
+    result = score_workspace(resolved, args.workspace, environment_task, roles, log_dir=args.log_dir)
     print(json.dumps(result, indent=2))
     return 0

@@ -19,6 +19,7 @@ it as a parameter (`tests/contract/test_end_to_end.py`). On that, every environm
 """
 
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -45,6 +46,7 @@ from rebench_inspect.runtime.reference import REFERENCE_SCRIPT
 from rebench_inspect.runtime.scoring import SCORER_NAME
 from rebench_inspect.runtime.smoke import PROVIDER
 from rebench_inspect.runtime.staging import copy_workspace, reference_files, staged_tree, workspace_files
+from rebench_inspect.spec.anchors import ANCHORS_FILE_KIND
 
 from .model_server import ModelServer, smoke_responder
 from .programs import run_preparation, scoring_result
@@ -266,3 +268,20 @@ def second_user_scoring_dirs(smoke_assets: PreparedAssets, second_user: str) -> 
         yield workspace, protected
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def fixed_smoke_anchors(environment: EnvironmentSpec) -> str | None:
+    """For a timed environment, an anchors file (`-T anchors=FILE`, `rebench score --anchors FILE`) that keeps its
+    built-in smoke anchors: its samples then skip measuring the anchors at setup (`smoke_anchor_runs` scoring runs each
+    of the start and the reference), which only a test of normalised scores needs. None for the other environments."""
+    if not environment.smoke_anchor_runs:
+        return None
+    path = Path(tempfile.gettempdir()) / f"rebench-fixed-smoke-anchors-{environment.name}.json"
+    document = {
+        "kind": ANCHORS_FILE_KIND,
+        "environment": environment.name,
+        "scale": "smoke",
+        "replaces_built_in_anchors": False,
+    }
+    path.write_text(json.dumps(document))
+    return str(path)

@@ -5,16 +5,12 @@ Skips with one reason where no engine answers. Images are built once, before the
 the command, so a shared machine with an engine never starts a build from a test run.
 """
 
-import json
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from rebench.environments import ENVIRONMENTS
 from rebench_inspect.runtime.sandbox import image_tag, sandbox_folder
-from rebench_inspect.spec.anchors import ANCHORS_FILE_KIND
 from rebench_inspect.spec.environment import EnvironmentSpec
 
 # Every implemented environment whose sandboxes/<name>/Dockerfile exists: a new one is covered once it has one.
@@ -50,20 +46,3 @@ def smoke_image():
         return tag
 
     return require
-
-
-def fixed_smoke_anchors(environment: EnvironmentSpec) -> str | None:
-    """For a timed environment, an anchors file (`-T anchors=FILE`) that keeps its built-in smoke anchors: its samples
-    then skip measuring the anchors at setup (`smoke_anchor_runs` scoring runs each of the start and the reference),
-    which only a test of normalised scores needs. None for the other environments."""
-    if not environment.smoke_anchor_runs:
-        return None
-    path = Path(tempfile.gettempdir()) / f"rebench-docker-tier-anchors-{environment.name}.json"
-    document = {
-        "kind": ANCHORS_FILE_KIND,
-        "environment": environment.name,
-        "scale": "smoke",
-        "replaces_built_in_anchors": False,
-    }
-    path.write_text(json.dumps(document))
-    return str(path)

@@ -25,9 +25,10 @@ from rebench.environments import ENVIRONMENTS, TASKS
 from rebench.maintenance import reference_solution
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.spec.environment import Transform
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 from tests.conftest import scripted_agent, tool_call
 
-from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
+from .conftest import DOCKER_ENVIRONMENTS
 
 pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
 

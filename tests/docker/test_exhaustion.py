@@ -13,9 +13,10 @@ from inspect_ai import eval
 from inspect_ai.log import EvalSample
 
 from rebench.environments import ENVIRONMENTS, TASKS
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 from tests.conftest import scripted_agent, tool_call
 
-from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
+from .conftest import DOCKER_ENVIRONMENTS
 
 pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
 

@@ -24,8 +24,9 @@ from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.runtime.sandbox import compose_service, with_scoring_service
 from rebench_inspect.runtime.state import store_key
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 
-from .conftest import DOCKER_ENVIRONMENTS, fixed_smoke_anchors
+from .conftest import DOCKER_ENVIRONMENTS
 
 # The machinery is the same for every environment; optimize_kernel scores fastest. Named in the test id, so CI's
 # per-environment selection (`-k optimize_kernel`) runs it with that environment's image.

@@ -24,9 +24,8 @@ import pytest
 from inspect_ai import eval
 
 from rebench.environments import ENVIRONMENTS, TASKS
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 from tests.conftest import scripted_agent, tool_call
-
-from .conftest import fixed_smoke_anchors
 
 pytestmark = pytest.mark.docker
 

@@ -41,6 +41,7 @@ BAD_INPUTS = {
     "runs not a number": (["calibrate", "optimize_kernel", "--runs", "two"], "argument --runs", "whole number"),
     "role without model": (["score", "optimize_kernel", "--model-role", "scaffold"], "--model-role", "ROLE=MODEL"),
     "workspace missing": (["score", "optimize_kernel", "no/such/dir"], "argument workspace", "not a directory"),
+    "anchors file missing": (["score", "optimize_kernel", "--anchors", "no.json"], "argument --anchors", "not a file"),
     "unknown scale": (["preflight", "optimize_kernel", "--scale", "medium"], "argument --scale", "smoke"),
     "negative k": (["report", "logs", "--max-k", "-1"], "argument --max-k", "at least 1"),
     "unknown command": (["lst"], "argument COMMAND", "list"),
@@ -69,6 +70,17 @@ def test_a_model_role_the_environment_lacks_is_one_line_with_its_roles(tmp_path,
     ]
     assert cli.main(["score", "optimize_kernel", "--model-role", "judge=openai/gpt-4o"]) == 2
     assert capsys.readouterr().err == "rebench score: --model-role: optimize_kernel uses no model roles\n"
+
+
+def test_an_anchors_file_for_something_else_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "anchors.json").write_text('{"kind": "something else"}')
+    assert cli.main(["score", "optimize_kernel", "--anchors", "anchors.json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        "rebench score: --anchors: rebench/optimize_kernel: anchors file 'anchors.json' unusable: anchors.json is not "
+        "a rebench anchors file (made by `rebench calibrate`)"
+    ]
 
 
 def test_the_console_script_prints_no_traceback():
