@@ -173,6 +173,11 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def takes_flash_attn_wheel(environment: EnvironmentSpec) -> bool:
+    """Whether the environment's image build takes flash-attn's wheel (`--flash-attn-wheel`)."""
+    return "ARG FLASH_ATTN_WHEEL" in (sandbox_folder(environment.name) / "Dockerfile").read_text()
+
+
 def build_image(
     environment: EnvironmentSpec,
     scale: Scale,
@@ -193,12 +198,13 @@ def build_image(
     if scale == "full":
         fill_wheel_cache(full_requirements(environment), wheel_cache_dir())
         wheels = sorted(wheel_cache_dir().iterdir())
+    # The base's layers change with its wheels only (an environment's flash-attn wheel is not among them).
+    base_wheels_digest = digest(sorted(wheel.name for wheel in wheels))
     with tempfile.TemporaryDirectory(prefix="rebench-build-") as tmp:
         served = Path(tmp) / "served"
         (served / "wheels").mkdir(parents=True)
         # Only for an image whose Dockerfile takes it: one command may build several environments.
-        takes_flash_attn = "ARG FLASH_ATTN_WHEEL" in (sandbox_folder(environment.name) / "Dockerfile").read_text()
-        flash_attn = (flash_attn_wheel or "") if takes_flash_attn else ""
+        flash_attn = (flash_attn_wheel or "") if takes_flash_attn_wheel(environment) else ""
         if flash_attn and Path(flash_attn).is_file():
             wheels.append(Path(flash_attn))
             flash_attn = Path(flash_attn).name
@@ -223,7 +229,7 @@ def build_image(
                 "--build-arg",
                 f"BASE_IMAGE={base_image or DEBIAN_PARENT}",
                 "--build-arg",
-                f"WHEELS_DIGEST={digest(sorted(wheel.name for wheel in wheels))}",
+                f"WHEELS_DIGEST={base_wheels_digest}",
                 "-t",
                 base_tag(scale),
                 "-f",
@@ -239,7 +245,8 @@ def build_image(
                 f"BASE_IMAGE={base_tag(scale)}",
                 "--build-arg",
                 f"SCALE={scale}",
-                # The label says which flash-attn the image got ("none": left out, its check fails on that pin).
+                # The label says which flash-attn the image got (a rehearsal's stand-in, or "none": left out, and its
+                # check fails on that pin).
                 *(
                     ["--build-arg", f"FLASH_ATTN_WHEEL={flash_attn}", "--label", f"{FLASH_ATTN_LABEL}={flash_attn}"]
                     if flash_attn

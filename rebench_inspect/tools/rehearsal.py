@@ -8,17 +8,25 @@
    accounts, owners and modes are
    those the environment's Dockerfile gives at every scale (and those of the smoke image, where one is built here);
    the scoring program starts and, where it needs GPUs, refuses to run without them with a clear message.
+
+A wheel the build must be given and this machine cannot have (flash-attn's, built for GPUs) is served as a stand-in
+(`stand_in_wheel`) unless the rehearsal is given one, so the build's own install and version check of a given wheel
+run too; the image's label names the stand-in.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 import re
 import shlex
 import subprocess
 import tarfile
+import tempfile
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +36,7 @@ from ..runtime.sandbox import image_tag, sandbox_folder
 from ..runtime.staging import ProgramPaths, prepare_command, scoring_command, staged_tree
 from ..spec.environment import EnvironmentSpec, full_image_module
 from .hub_standin import assets_for, serve_hub
-from .images import base_tag, build_image, full_requirements, image_exists
+from .images import base_tag, build_image, full_requirements, image_exists, takes_flash_attn_wheel
 
 # A fixed port keeps the build argument HF_ENDPOINT constant, so the layer cache survives between rehearsals.
 HUB_STANDIN_PORT = 8766
@@ -270,12 +278,45 @@ class Rehearsal:
     check: CheckResult
 
 
+def stand_in_wheel(distribution: str, version: str, folder: Path) -> Path:
+    """A pure-Python wheel of `distribution` at `version` whose module refuses to import, saying it is a stand-in:
+    what pip installs and importlib.metadata reports are the real wheel's, and no code can mistake it for the real
+    library (libraries that probe for it, as llm-foundry does for flash-attn, see it as absent)."""
+    module = distribution.replace("-", "_")
+    info = f"{module}-{version}.dist-info"
+    files = {
+        f"{module}/__init__.py": f'raise ImportError("this {distribution} {version} is a stand-in wheel of the '
+        f'full-image build rehearsal, not the library")\n',
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+        "Summary: stand-in for rebench's full-image build rehearsal\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: rebench\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+
+    def record_line(name: str, text: str) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        return f"{name},sha256={digest},{len(text.encode())}"
+
+    files[f"{info}/RECORD"] = "".join(f"{record_line(n, t)}\n" for n, t in files.items()) + f"{info}/RECORD,,\n"
+    wheel = folder / f"{module}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
 def rehearse(
     environment: EnvironmentSpec, *, base_image: str | None = None, flash_attn_wheel: str | None = None
 ) -> Rehearsal:
-    """Build the environment's full image against the hub stand-in, then check it."""
+    """Build the environment's full image against the hub stand-in (and, unless given one, a stand-in flash-attn
+    wheel where the image takes one), then check it."""
     started = time.monotonic()
-    with serve_hub(assets_for(environment), port=HUB_STANDIN_PORT) as (endpoint, hub):
+    with (
+        serve_hub(assets_for(environment), port=HUB_STANDIN_PORT) as (endpoint, hub),
+        tempfile.TemporaryDirectory(prefix="rebench-stand-in-wheel-") as folder,
+    ):
+        if flash_attn_wheel is None and takes_flash_attn_wheel(environment):
+            pinned = next(pins["flash-attn"] for pins in expected_pins(environment).values() if "flash-attn" in pins)
+            flash_attn_wheel = str(stand_in_wheel("flash-attn", pinned, Path(folder)))
         tag = build_image(
             environment, "full", base_image=base_image, hub_endpoint=endpoint, flash_attn_wheel=flash_attn_wheel
         )

@@ -2,9 +2,12 @@
 rehearse` ask the engine for, the image check's verdicts on reports of good and broken images, and the scoring
 programs' refusal to run full scale without their GPUs. No engine is needed: the Docker calls are recorded."""
 
+import contextlib
 import os
 import re
 import subprocess
+import sys
+import types
 import urllib.request
 from pathlib import Path
 
@@ -99,6 +102,10 @@ def test_a_flash_attn_wheel_file_is_served_to_the_build_by_name(recorded_builds,
     assert build_args(calls[-1])["FLASH_ATTN_WHEEL"] == wheel.name
     assert f"{images.FLASH_ATTN_LABEL}={wheel.name}" in calls[-1]  # the image says which flash-attn it got
     assert any(wheel.name.replace("+", "%2B") in listing or wheel.name in listing for listing in served[-1:])
+    # The shared base is the one a build without the wheel has: its layers are not rebuilt for it.
+    base_with_the_wheel = calls[-2]
+    images.build_image(ENVIRONMENTS["optimize_llm_foundry"], "full")
+    assert build_args(base_with_the_wheel)["WHEELS_DIGEST"] == build_args(calls[-2])["WHEELS_DIGEST"]
 
 
 def test_only_an_image_that_takes_flash_attn_gets_the_wheel_or_its_label(recorded_builds):
@@ -106,6 +113,49 @@ def test_only_an_image_that_takes_flash_attn_gets_the_wheel_or_its_label(recorde
     images.build_image(ENVIRONMENTS["scaling_law"], "full", flash_attn_wheel="none")
     assert "FLASH_ATTN_WHEEL" not in build_args(calls[-1])
     assert not any(arg.startswith(images.FLASH_ATTN_LABEL) for arg in calls[-1])
+
+
+def test_the_stand_in_wheel_installs_at_the_pinned_version_and_refuses_to_be_used(tmp_path):
+    wheel = rehearsal.stand_in_wheel("flash-attn", "2.6.3", tmp_path)
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", site, wheel],
+        check=True,
+    )
+    probe = "import importlib.metadata as m; print(m.version('flash-attn')); import flash_attn"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "2.6.3"  # what pip, the installer's version check and the image probe read
+    assert "ImportError: this flash-attn 2.6.3 is a stand-in wheel" in done.stderr
+
+
+@pytest.fixture
+def recorded_rehearsals(recorded_builds, monkeypatch):
+    """rehearse() over the recorded builds, with no hub assets to make and no image to check."""
+
+    @contextlib.contextmanager
+    def no_hub(assets, port):
+        yield "http://127.0.0.1:8766", types.SimpleNamespace(served=[], missed=[])
+
+    monkeypatch.setattr(rehearsal, "serve_hub", no_hub)
+    monkeypatch.setattr(rehearsal, "assets_for", lambda environment: [])
+    monkeypatch.setattr(rehearsal, "image_size_gb", lambda tag: 1.0)
+    monkeypatch.setattr(rehearsal, "check_image", lambda tag, environment: rehearsal.CheckResult())
+    return recorded_builds
+
+
+def test_a_rehearsal_gives_the_build_a_stand_in_flash_attn_wheel_unless_it_is_given_one(recorded_rehearsals):
+    calls, served = recorded_rehearsals
+    rehearsal.rehearse(ENVIRONMENTS["optimize_llm_foundry"])
+    stand_in = "flash_attn-2.6.3-py3-none-any.whl"
+    assert build_args(calls[-1])["FLASH_ATTN_WHEEL"] == stand_in
+    assert f"{images.FLASH_ATTN_LABEL}={stand_in}" in calls[-1]  # the image says it holds the stand-in
+    assert stand_in in served[-1]
+    rehearsal.rehearse(ENVIRONMENTS["optimize_llm_foundry"], flash_attn_wheel="none")
+    assert build_args(calls[-1])["FLASH_ATTN_WHEEL"] == "none"
+    rehearsal.rehearse(ENVIRONMENTS["scaling_law"])
+    assert "FLASH_ATTN_WHEEL" not in build_args(calls[-1])
 
 
 def test_a_full_llm_foundry_install_without_a_flash_attn_wheel_stops_first_and_says_what_to_give(tmp_path):
