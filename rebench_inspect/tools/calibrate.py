@@ -58,7 +58,9 @@ def measurements(logs: list) -> tuple[list[float], list[float], list[dict]]:
     Each sample (one per epoch) measures both: its check's `starting` entry is the score log's first, scored at setup
     before the reference is installed, and its `reference` entry the final scoring run's.
     """
-    start, reference, hardware = [], [], []
+    start: list[float] = []
+    reference: list[float] = []
+    hardware: list[dict] = []
     for log in logs:
         for sample in log.samples or []:
             if sample.error is not None:
