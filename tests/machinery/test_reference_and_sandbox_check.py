@@ -83,6 +83,7 @@ def test_sandbox_check_fails_naming_the_solution_that_misses_its_anchor(toy_envi
 
 
 def test_sandbox_check_calls_a_score_log_that_does_not_begin_with_the_start_a_harness_error(toy_environment):
+    from rebench_inspect.cli.demo import demo_rows
     from rebench_inspect.runtime.state import rebench_state
 
     @solver
@@ -100,3 +101,6 @@ def test_sandbox_check_calls_a_score_log_that_does_not_begin_with_the_start_a_ha
     check = log.samples[0].scores["anchors_reproduced"]
     assert check.value == "I" and not check.metadata
     assert check.explanation.startswith("harness error: the score log's entries are ['final'], not the setup's 'start'")
+    # `rebench demo` shows it as one FAIL row with that explanation
+    [row] = demo_rows(toy_environment, log)
+    assert (row.solution, row.status, row.verdict) == ("-", "error", "FAIL") and row.reason == check.explanation
