@@ -14,12 +14,6 @@ from rebench_inspect import (
 from .environments import TASKS, environment_named
 
 
-async def _install_reference(state: TaskState) -> None:
-    """The reference solution of the sample's environment, at the sample's scale, into the workspace."""
-    environment = environment_named(state.metadata["environment"])
-    await install_reference_solution(environment.at(state.metadata["scale"]))
-
-
 @solver
 @in_rebench_namespace
 def reference_solution() -> Solver:
@@ -29,20 +23,8 @@ def reference_solution() -> Solver:
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        await _install_reference(state)
-        return state
-
-    return solve
-
-
-@solver
-@in_rebench_namespace
-def starting_or_reference_solution() -> Solver:
-    """Keep the starting workspace, or install the reference, as the sandbox-check sample says."""
-
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        if state.metadata["solution"] == "reference":
-            await _install_reference(state)
+        environment = environment_named(state.metadata["environment"])
+        await install_reference_solution(environment.at(state.metadata["scale"]))
         return state
 
     return solve
@@ -53,6 +35,8 @@ def starting_or_reference_solution() -> Solver:
 def sandbox_check(environment: str = "optimize_kernel", scale: str = "full", sandbox: str = "docker") -> Task:
     """Certify an image: the starting solution must score ≈ 0 and the reference ≈ 1 (maintenance task).
 
+    One sample: its setup scores the starting solution, then the reference is installed and scored.
+
     Args:
         environment: Registered name of the environment to check.
         scale: `full` (the real image and hardware) or `smoke`.
@@ -61,4 +45,4 @@ def sandbox_check(environment: str = "optimize_kernel", scale: str = "full", san
     if environment not in TASKS:
         raise TaskParameterError(f"rebench/sandbox_check: {not_one_of('environment', environment, sorted(TASKS))}")
     environment_task = TASKS[environment](scale=scale, sandbox=sandbox)
-    return sandbox_check_task(environment_named(environment), environment_task, starting_or_reference_solution())
+    return sandbox_check_task(environment_named(environment), environment_task, reference_solution())

@@ -42,59 +42,53 @@ _EXCEPTION_REPR = re.compile(r"^\w+\((['\"])(?P<text>.*)\1\)$", re.DOTALL)
 
 
 def error_sentence(message: str) -> str:
-    """What an errored sample's row says: the exception's own text, or, for a sample Inspect cancelled because the
-    other sample of its eval failed, that it was stopped (the other row gives the reason)."""
+    """What an errored sample's row says: the exception's own text."""
     message = message.strip()
-    if message.startswith("CancelledError"):
-        return "not finished: stopped when the other sample of this environment failed (its row says why)"
     found = _EXCEPTION_REPR.match(message)
     return found.group("text") if found else message
 
 
-def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
-    """One row per solution of an environment's sandbox check: the verdict is its `anchors_reproduced` score."""
+def solution_row(environment: "EnvironmentSpec", solution: str, check: dict[str, Any]) -> DemoRow:
+    """A solution's row from its check in the `anchors_reproduced` score's metadata."""
     from ..runtime.reference import SANDBOX_CHECK_TOLERANCE
     from ..spec.environment import Transform
 
-    if not log.samples:
-        reason = (log.error.message if log.error else "") or "the eval stopped before any sample ran (see its log)"
+    raw = "-" if check["raw"] is None else f"{check['raw']:.4g} {environment.raw_unit}".strip()
+    unclipped = check["normalised_unclipped"]
+    normalised = "-" if unclipped is None else f"{round(unclipped, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
+    reason = ""
+    if not check["valid"]:
+        reason = f"the scoring run found it invalid: {check['message'] or 'no message'}"
+    elif not check["passed"]:
+        reason = f"normalised {normalised}, expected {check['expected']:g} ± {SANDBOX_CHECK_TOLERANCE}"
+        if environment.transform is Transform.LOG:
+            reason += " (a timed environment: single runs vary with the machine's load; rerun it)"
+    status = "valid" if check["valid"] else "invalid"
+    return DemoRow(environment.name, solution, status, raw, normalised, "PASS" if check["passed"] else "FAIL", reason)
+
+
+def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
+    """Two rows from an environment's sandbox check, its one sample: the starting solution (the score log's first
+    entry) and the reference (its last), each with its verdict from the `anchors_reproduced` score; one FAIL row
+    saying why when there is no verdict (the sample failed, or the check could not judge it)."""
+
+    def failed(reason: str) -> list[DemoRow]:
         return [DemoRow(environment.name, "-", "error", "-", "-", "FAIL", reason)]
-    rows = []
-    for sample in log.samples:
-        solution, target = sample.metadata.get("solution", "?"), sample.target
-        final = sample.scores.get("rebench_scorer") if sample.scores else None
-        check = sample.scores.get("anchors_reproduced") if sample.scores else None
-        if sample.error is not None or final is None or check is None:
-            reason = error_sentence(sample.error.message) if sample.error else ""
-            if sample.limit is not None:
-                reason = f"stopped by its {sample.limit.type} limit; {reason}"
-            reason = reason or "no score was recorded (see the log)"
-            rows.append(DemoRow(environment.name, solution, "error", "-", "-", "FAIL", reason))
-            continue
-        meta: dict[str, Any] = final.metadata or {}
-        last = (meta.get("score_log") or [{}])[-1]  # the final scoring run, which the verdict judges
-        # The final score's raw value is the counted entry's (the best, for some environments): show the last one's.
-        raw = "-" if last.get("raw") is None else f"{last['raw']:.4g} {environment.raw_unit}".strip()
-        unclipped = last.get("normalised_unclipped")
-        normalised = "-" if unclipped is None else f"{round(unclipped, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
-        passed = check.value == "C"
-        reason = ""
-        if not meta.get("valid"):
-            reason = f"the scoring run found it invalid: {last.get('message') or 'no message'}"
-        elif not passed:
-            reason = f"normalised {normalised}, expected {target} ± {SANDBOX_CHECK_TOLERANCE}"
-            if environment.transform is Transform.LOG:
-                reason += " (a timed environment: single runs vary with the machine's load; rerun it)"
-        status = "valid" if meta.get("valid") else "invalid"
-        rows.append(DemoRow(environment.name, solution, status, raw, normalised, "PASS" if passed else "FAIL", reason))
-    return rows
 
-
-def samples_at_once(environment: "EnvironmentSpec") -> int | None:
-    """A timed environment's two samples run one after the other: beside the other sample's work (its setup, its
-    copies, its solver) on a 2-core machine, the same starting solution timed 15 ms once and 32 ms the next time,
-    while timed runs already took turns. Others keep Inspect's default."""
-    return 1 if environment.smoke_anchor_runs > 0 else None
+    if not log.samples:
+        stopped = log.error.message if log.error else ""
+        return failed(stopped or "the eval stopped before any sample ran (see its log)")
+    [sample] = log.samples
+    check = (sample.scores or {}).get("anchors_reproduced")
+    if sample.error is not None or check is None:
+        reason = error_sentence(sample.error.message) if sample.error else ""
+        if sample.limit is not None:
+            reason = f"stopped by its {sample.limit.type} limit; {reason}"
+        return failed(reason or "no score was recorded (see the log)")
+    checks: dict[str, Any] = check.metadata or {}
+    if not checks:
+        return failed(check.explanation or "the check gave no verdict (see the log)")
+    return [solution_row(environment, solution, checks[solution]) for solution in ("starting", "reference")]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
                 model="none",
                 log_dir=args.log_dir,
                 display="none",
-                max_samples=samples_at_once(ENVIRONMENTS[name]),
             )
         rows += demo_rows(ENVIRONMENTS[name], log)
         say(f"[{position}/{len(names)}] {name}: {log.status} in {time.monotonic() - started:.0f} s")

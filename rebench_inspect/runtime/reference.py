@@ -10,6 +10,7 @@ from inspect_ai.solver import Solver, TaskState
 from inspect_ai.util import sandbox
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
+from ..spec.normalise import ScoreEntry
 from .scoring import ScoringInfrastructureError, score_log
 from .staging import reference_files
 from .state import current_layout
@@ -44,47 +45,81 @@ async def install_reference_solution(environment: ResolvedEnvironment) -> None:
         transcript().info(f"Reference solution ready after {time.monotonic() - started:.0f} s.")
 
 
+def solution_check(entry: ScoreEntry, expected: float) -> dict:
+    """One solution's verdict from its score-log entry (the unclipped value, so a solution slower than the start
+    shows how far off it is), with what a reader of the verdict needs to show it."""
+    value = entry.normalised_unclipped
+    passed = entry.valid and value is not None and abs(value - expected) <= SANDBOX_CHECK_TOLERANCE
+    return {
+        "expected": expected,
+        "passed": passed,
+        "label": entry.label,
+        "valid": entry.valid,
+        "raw": entry.raw,
+        "normalised_unclipped": value,
+        "message": entry.message,
+    }
+
+
+def _said(solution: str, check: dict) -> str:
+    value = check["normalised_unclipped"]
+    if value is None:
+        landed = f"invalid ({check['message'] or 'no message'})"
+    else:
+        landed = f"normalised {round(value, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
+    return f"{solution} {landed}, expected {check['expected']:g} ± {SANDBOX_CHECK_TOLERANCE}"
+
+
 @scorer(metrics=[accuracy()])
 def anchors_reproduced() -> Scorer:
-    """CORRECT when the final scoring run lands near the anchor the installed solution should reproduce.
+    """CORRECT when the starting solution lands near 0 and the reference near 1.
 
-    Runs after `rebench_scorer`, whose final pass appended the last entry of the score log.
+    Runs after `rebench_scorer`: the score log's first entry ("start") scored the untouched starting solution at
+    setup, and the final pass appended its last entry, which scores the reference the solver installed. The
+    metadata holds each solution's check (`starting`, `reference`: its entry's values, expected, passed).
     """
 
     async def score(state: TaskState, target: Target) -> Score:
-        final = score_log()[-1]
-        expected = float(target.text)
-        # Unclipped, so a solution slower than the start shows how far off it is.
-        value = final.normalised_unclipped
-        close = final.valid and value is not None and abs(value - expected) <= SANDBOX_CHECK_TOLERANCE
+        entries = score_log()
+        labels = [entry.label for entry in entries]
+        if len(labels) < 2 or labels[0] != "start" or labels[-1] != "final":
+            # The setup scores the start and the final pass the reference: anything else is the harness's fault.
+            return Score(
+                value=INCORRECT,
+                answer="no verdict",
+                explanation=f"harness error: the score log's entries are {labels}, not the setup's 'start' first "
+                "and the final pass's 'final' last, so the starting and the reference solution cannot be judged",
+            )
+        checks = {"starting": solution_check(entries[0], 0.0), "reference": solution_check(entries[-1], 1.0)}
+        failed = [solution for solution, check in checks.items() if not check["passed"]]
+        said = "; ".join(_said(solution, check) for solution, check in checks.items())
         return Score(
-            value=CORRECT if close else INCORRECT,
-            answer="invalid" if value is None else f"{value:.3f}",
-            explanation=f"expected {expected} ± {SANDBOX_CHECK_TOLERANCE}; final entry: {final.model_dump_json()}",
+            value=INCORRECT if failed else CORRECT,
+            answer=", ".join(f"{solution} {'FAIL' if solution in failed else 'PASS'}" for solution in checks),
+            explanation=f"{' and '.join(failed)} failed: {said}" if failed else f"both passed: {said}",
+            metadata=checks,
         )
 
     return score
 
 
-def sandbox_check_samples(environment: EnvironmentSpec, scale: str) -> list[Sample]:
-    return [
-        Sample(
-            id=f"{environment.name}-{solution}",
-            input=f"sandbox check: {solution} solution",
-            target=expected,
-            metadata={"environment": environment.name, "scale": scale, "solution": solution},
-        )
-        for solution, expected in (("starting", "0"), ("reference", "1"))
-    ]
-
-
 def sandbox_check_task(environment: EnvironmentSpec, environment_task: Task, install: Solver) -> Task:
-    """Run the environment's own task without an agent, once on the starting and once on the reference solution."""
+    """Run the environment's own task without an agent: its setup scores the starting solution (the score log's
+    first entry), `install` installs the reference, and the final scoring pass scores it (the last entry).
+
+    One sample per environment, with no target: `anchors_reproduced` judges both solutions.
+    """
     scale = environment_task.metadata["scale"]  # type: ignore[index]
     return Task(
         # Titled by environment (the viewer lists logs by task name; `rebench demo` writes one log per environment).
         name=f"rebench/sandbox_check/{environment.name}",
-        dataset=sandbox_check_samples(environment, scale),
+        dataset=[
+            Sample(
+                id=environment.name,
+                input="sandbox check: the starting solution (scored at setup), then the reference solution",
+                metadata={"environment": environment.name, "scale": scale},
+            )
+        ],
         setup=environment_task.setup,
         solver=install,
         scorer=[*environment_task.scorer, anchors_reproduced()],  # type: ignore[misc]

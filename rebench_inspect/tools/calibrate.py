@@ -1,11 +1,12 @@
 """`rebench calibrate`: measure the starting and reference solutions on this hardware and write an anchors file.
 
 Timing anchors hold only on the hardware they were measured on (the paper's full-scale ones on H100s, the smoke ones
-on a 2-core CPU). Calibration runs the environment's sandbox check (starting and reference solution, no agent) N
-times in the chosen sandbox, reports the mean and spread of y for each, and writes a JSON anchors file that
-`-T anchors=FILE` makes a task use. The anchors it compares with are the built-in ones of the scale: the paper's at
-full scale, the CPU-measured smoke anchors at smoke scale. For environments whose anchors are not timings (losses,
-win rates, solve fractions) the file only checks the built-in anchors: it records the measurements and keeps them.
+on a 2-core CPU). Calibration runs the environment's sandbox check (no agent: its setup scores the starting solution,
+then the reference is installed and scored) N times in the chosen sandbox, reports the mean and spread of y for
+each, and writes a JSON anchors file that `-T anchors=FILE` makes a task use. The anchors it compares with are the
+built-in ones of the scale: the paper's at full scale, the CPU-measured smoke anchors at smoke scale. For
+environments whose anchors are not timings (losses, win rates, solve fractions) the file only checks the built-in
+anchors: it records the measurements and keeps them.
 """
 
 import platform
@@ -54,24 +55,29 @@ def spread(environment: EnvironmentSpec, raws: list[float]) -> dict:
 def measurements(logs: list) -> tuple[list[float], list[float], list[dict]]:
     """Raw values of the starting and the reference solution from sandbox-check logs, and the hardware seen.
 
-    Every sample's first entry ("start") scores the starting solution, made before any solution is installed; the
-    final entry scores the starting workspace in a "starting" sample and the reference in a "reference" sample.
+    Each sample (one per epoch) measures both: its check's `starting` entry is the score log's first, scored at setup
+    before the reference is installed, and its `reference` entry the final scoring run's.
     """
-    start, reference, hardware = [], [], []
+    start: list[float] = []
+    reference: list[float] = []
+    hardware: list[dict] = []
     for log in logs:
         for sample in log.samples or []:
             if sample.error is not None:
                 raise RuntimeError(
                     f"a calibration run failed ({sample.id}, epoch {sample.epoch}): {sample.error.message}"
                 )
-            final = sample.scores["rebench_scorer"]
-            for entry in final.metadata["score_log"]:
+            check = sample.scores["anchors_reproduced"]
+            if not check.metadata:
+                raise RuntimeError(f"{sample.id}, epoch {sample.epoch}: {check.explanation}")
+            for solution, measured in (("starting", start), ("reference", reference)):
+                entry = check.metadata[solution]
                 if not entry["valid"]:
-                    raise RuntimeError(f"{sample.id}: the {entry['label']} scoring run was invalid: {entry['message']}")
-                if entry["label"] == "final" and sample.metadata["solution"] == "reference":
-                    reference.append(entry["raw"])
-                else:
-                    start.append(entry["raw"])
+                    raise RuntimeError(
+                        f"{sample.id}, epoch {sample.epoch}: the {solution} solution's scoring run was invalid: "
+                        f"{entry['message']}"
+                    )
+                measured.append(entry["raw"])
             if sample.store.get(HARDWARE_STORE_KEY):
                 hardware.append(sample.store[HARDWARE_STORE_KEY])
     return start, reference, hardware
@@ -151,7 +157,7 @@ def run_calibration(name: str, runs: int, sandbox_type: str, scale: Scale, log_d
     from inspect_ai import eval
 
     from rebench.environments import TASKS, environment_named
-    from rebench.maintenance import starting_or_reference_solution
+    from rebench.maintenance import reference_solution
 
     from ..runtime.reference import sandbox_check_task
 
@@ -159,7 +165,7 @@ def run_calibration(name: str, runs: int, sandbox_type: str, scale: Scale, log_d
     task = sandbox_check_task(
         environment,
         TASKS[name](scale=scale, sandbox=sandbox_type),
-        chain(probe_hardware(), starting_or_reference_solution()),
+        chain(probe_hardware(), reference_solution()),
     )
     logs = eval(task, model="none", epochs=runs, log_dir=log_dir, display="none")
     start, reference, hardware = measurements(logs)

@@ -208,7 +208,7 @@ def no_runs_message(paths: Sequence[str | Path]) -> str:
     if files and checks == len(files):
         return (
             f"{named} holds only sandbox-check logs ({checks}, as `rebench demo` and `rebench calibrate` write them), "
-            f"which install the starting and the reference solution instead of running an agent: {needed}"
+            f"which score the starting solution and install the reference instead of running an agent: {needed}"
         )
     return f"no agent runs in {named}: {needed}"
 

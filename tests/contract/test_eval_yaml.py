@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.runtime.reference import sandbox_check_samples
+from rebench.maintenance import reference_solution
+from rebench_inspect.runtime.reference import sandbox_check_task
 from rebench_inspect.runtime.task import build_task
 from rebench_inspect.spec.environment import EnvironmentSpec
 from rebench_inspect.spec.register import TaskVersion, parse_version, read_eval_yaml, task_version
@@ -33,7 +34,7 @@ def disagreements(environment: EnvironmentSpec, task) -> list[str]:
     if tasks.get(environment.name, {}).get("dataset_samples") != len(task.dataset):
         found.append(f"tasks: {environment.name} with dataset_samples {len(task.dataset)} expected, got {tasks}")
     check = tasks.get("sandbox_check", {})
-    expected_check = (len(sandbox_check_samples(environment, "full")), "maintenance")
+    expected_check = (len(sandbox_check_task(environment, task, reference_solution()).dataset), "maintenance")
     if (check.get("dataset_samples"), check.get("kind")) != expected_check:
         found.append(f"tasks: sandbox_check as {expected_check} expected, got {check}")
     if f"environment={environment.name}" not in check.get("comment", ""):

@@ -50,10 +50,9 @@ def counting_toy(toy_environment, tmp_path, monkeypatch):
 
 
 @solver
-def keep_or_install_reference(environment) -> Solver:
+def install_reference(environment) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        if state.metadata["solution"] == "reference":
-            await install_reference_solution(environment.at("smoke"))
+        await install_reference_solution(environment.at("smoke"))
         return state
 
     return solve
@@ -64,9 +63,10 @@ def test_two_samples_on_a_cold_cache_prepare_once(counting_toy, tmp_path):
     task = sandbox_check_task(
         environment,
         build_task(environment.at("smoke"), sandbox="local", agent_user=None),
-        keep_or_install_reference(environment),
+        install_reference(environment),
     )
-    [log] = eval(task, model="none", display="none", log_dir=str(tmp_path / "logs"), max_samples=2)
+    # the sandbox check's one sample, twice at once
+    [log] = eval(task, model="none", display="none", log_dir=str(tmp_path / "logs"), epochs=2, max_samples=2)
     assert log.status == "success", log.error
     assert len(log.samples) == 2 and all(sample.error is None for sample in log.samples)
     assert builds.read_text().splitlines() == ["build"], "the two samples prepared the cache entry once"

@@ -91,3 +91,19 @@ def test_every_environment_task_takes_an_anchors_file(toy_environment, tmp_path)
         # a file made for another environment is refused: the parameter reaches the anchors loader
         with pytest.raises(ValueError, match=f"not {name} at smoke scale"):
             make_task(scale="smoke", sandbox="local", anchors=str(path))
+
+
+def test_a_calibration_run_measures_the_start_and_the_reference_once_each(toy_environment, tmp_path, monkeypatch):
+    """Each run is the sandbox check's one sample: its first score-log entry (the start, 10 s) and its last (the
+    reference, 5 s)."""
+    from rebench.environments import ENVIRONMENTS, TASKS
+    from rebench_inspect.runtime.task import build_task
+    from rebench_inspect.tools.calibrate import run_calibration
+
+    monkeypatch.setitem(ENVIRONMENTS, "toy", toy_environment)
+    monkeypatch.setitem(TASKS, "toy", lambda scale="full", **kwargs: build_task(toy_environment.at(scale), **kwargs))
+    document = run_calibration("toy", 2, "local", "smoke", str(tmp_path))
+    assert document["measured"]["start"]["raw_values"] == [10.0, 10.0]
+    assert document["measured"]["reference"]["raw_values"] == [5.0, 5.0]
+    assert math.isclose(document["anchors"]["start"], 10.0) and math.isclose(document["anchors"]["reference"], 5.0)
+    assert document["hardware"]["cpus"].isdigit()
