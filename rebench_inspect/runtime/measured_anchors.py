@@ -18,7 +18,7 @@ from inspect_ai.log import transcript
 from ..spec.environment import Anchors, ResolvedEnvironment, Transform
 from ..spec.normalise import raw_from_y, transform
 from .layout import SandboxLayout
-from .scoring import SandboxService, ScoringInfrastructureError, checked_exec, run_program_in
+from .scoring import SandboxService, ScoringInfrastructureError, checked_exec, run_program_in, write_tree
 from .staging import reference_files, workspace_files
 
 SOLUTIONS = ("start", "reference")
@@ -57,8 +57,7 @@ async def measure_anchors(
             box=box,
         )
         files = {**workspace_files(environment), **(reference_files(spec) if solution != "start" else {})}
-        for relative, source in files.items():
-            await box.write_file(f"{folder}/{relative}", source.read_bytes())
+        await write_tree(files, folder, box)
         if scoring.agent_user:
             await checked_exec(["chown", "-R", f"{scoring.agent_user}:{scoring.agent_user}", folder], box=box)
     load = os.getloadavg()[0]

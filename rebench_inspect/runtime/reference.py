@@ -11,7 +11,7 @@ from inspect_ai.util import sandbox
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.normalise import ScoreEntry
-from .scoring import ScoringInfrastructureError, score_log
+from .scoring import ScoringInfrastructureError, score_log, write_tree
 from .staging import reference_files
 from .state import current_layout
 
@@ -24,8 +24,7 @@ async def install_reference_solution(environment: ResolvedEnvironment) -> None:
     """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present."""
     layout = current_layout()
     files = reference_files(environment.spec)
-    for relative, source in files.items():
-        await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
+    await write_tree(files, layout.workspace)
     if layout.agent_user:
         await sandbox().exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
     if REFERENCE_SCRIPT in files:

@@ -7,11 +7,13 @@ intermediate-scoring API (`inspect_ai.scorer.score`) calls it during the run, so
 What a scoring run shows the participant, by any of these routes, is `participant_view`'s decision.
 """
 
+import io
 import json
 import math
+import tarfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Literal
@@ -99,8 +101,23 @@ async def stage_files(files: dict[str, Path], destination: str, box: SandboxEnvi
     await checked_exec(
         ["sh", "-c", f'rm -rf "{destination}" && mkdir -p "{destination}" && chmod 700 "{destination}"'], box=box
     )
-    for relative, source in files.items():
-        await box.write_file(f"{destination}/{relative}", source.read_bytes())
+    await write_tree(files, destination, box)
+
+
+async def write_tree(files: Mapping[str, Path], destination: str, box: SandboxEnvironment | None = None) -> None:
+    """Write host files at their relative paths under `destination` (made if missing) as the harness's user: one
+    archive unpacked by one command. A `write_file` per file costs two `docker exec`s (about 0.3 s) in a container,
+    and a sample's setup and two scoring runs wrote about 250 files that way."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for relative, source in sorted(files.items()):
+            data = source.read_bytes()
+            entry = tarfile.TarInfo(relative)
+            entry.size, entry.mode = len(data), 0o644  # what write_file gave: no owner's bits of the host
+            archive.addfile(entry, io.BytesIO(data))
+    # -m: each file dated now, as a written file is (the archive carries no times).
+    unpack = 'mkdir -p "$1" && tar -x -m --no-same-owner -C "$1" -f -'
+    await checked_exec(["sh", "-c", unpack, "write-tree", destination], box=box, input=buffer.getvalue())
 
 
 async def checked_exec(
@@ -108,10 +125,11 @@ async def checked_exec(
     timeout: int = HARNESS_COMMAND_TIMEOUT_S,
     cwd: str | None = None,
     box: SandboxEnvironment | None = None,
+    input: bytes | None = None,
 ) -> str:
     """A harness command in the sandbox (as root; `box`: another of the sample's sandboxes than the default one);
     its failure is an infrastructure error."""
-    result = await (box or sandbox()).exec(cmd, timeout=timeout, cwd=cwd)
+    result = await (box or sandbox()).exec(cmd, timeout=timeout, cwd=cwd, input=input)
     if not result.success:
         raise ScoringInfrastructureError(f"sandbox command failed: {' '.join(cmd)}: {result.stderr[-3000:]}")
     return result.stdout

@@ -9,7 +9,6 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import HeadlineMetric, transcript
 from inspect_ai.scorer import score as run_task_scorers
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import sandbox
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.register import task_version
@@ -26,6 +25,7 @@ from .scoring import (
     open_services,
     rebench_scorer,
     stage_in_sandbox,
+    write_tree,
 )
 from .staging import prepare_command, workspace_files
 from .state import rebench_state
@@ -171,8 +171,7 @@ async def lay_out_workspace(environment: ResolvedEnvironment, layout: SandboxLay
             # k8s mounts the capped temporary folders 0777: sticky, so no user can rename or delete another's files.
             await checked_exec(["sh", "-c", 'mkdir -p "$@" && chmod 1777 "$@"', "temp-dirs", *TEMP_DIRS], box=box)
             await checked_exec(["sh", "-c", 'if [ -d "$1" ]; then chmod 755 "$1"; fi', "lock-dir", LOCK_DIR], box=box)
-    for relative, source in workspace_files(environment).items():
-        await sandbox().write_file(f"{layout.workspace}/{relative}", source.read_bytes())
+    await write_tree(workspace_files(environment), layout.workspace)
     if spec.prepare_script is not None:
         # Long at smoke scale on a cold cache (it trains tiny models): say so in the transcript the viewer shows.
         transcript().info(f"Preparing {spec.name} at {scale} scale (models and data; cached after a first run)…")
