@@ -50,17 +50,17 @@ def error_sentence(message: str) -> str:
 
 def solution_row(environment: "EnvironmentSpec", solution: str, check: dict[str, Any]) -> DemoRow:
     """A solution's row from its check in the `anchors_reproduced` score's metadata."""
-    from ..runtime.reference import SANDBOX_CHECK_TOLERANCE
+    from ..runtime.reference import landed, normalised_text
     from ..spec.environment import Transform
 
     raw = "-" if check["raw"] is None else f"{check['raw']:.4g} {environment.raw_unit}".strip()
     unclipped = check["normalised_unclipped"]
-    normalised = "-" if unclipped is None else f"{round(unclipped, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
+    normalised = "-" if unclipped is None else normalised_text(unclipped)
     reason = ""
     if not check["valid"]:
         reason = f"the scoring run found it invalid: {check['message'] or 'no message'}"
     elif not check["passed"]:
-        reason = f"normalised {normalised}, expected {check['expected']:g} ± {SANDBOX_CHECK_TOLERANCE}"
+        reason = landed(check)
         if environment.transform is Transform.LOG:
             reason += " (a timed environment: single runs vary with the machine's load; rerun it)"
     status = "valid" if check["valid"] else "invalid"

@@ -60,13 +60,15 @@ def solution_check(entry: ScoreEntry, expected: float) -> dict:
     }
 
 
-def _said(solution: str, check: dict) -> str:
+def normalised_text(value: float) -> str:
+    return f"{round(value, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
+
+
+def landed(check: dict) -> str:
+    """Where a solution's check landed against what it expected, e.g. "normalised 0.327, expected 0 ± 0.25"."""
     value = check["normalised_unclipped"]
-    if value is None:
-        landed = f"invalid ({check['message'] or 'no message'})"
-    else:
-        landed = f"normalised {round(value, 3) + 0.0:.3f}"  # + 0.0: no "-0.000"
-    return f"{solution} {landed}, expected {check['expected']:g} ± {SANDBOX_CHECK_TOLERANCE}"
+    found = f"invalid ({check['message'] or 'no message'})" if value is None else f"normalised {normalised_text(value)}"
+    return f"{found}, expected {check['expected']:g} ± {SANDBOX_CHECK_TOLERANCE}"
 
 
 @scorer(metrics=[accuracy()])
@@ -91,7 +93,7 @@ def anchors_reproduced() -> Scorer:
             )
         checks = {"starting": solution_check(entries[0], 0.0), "reference": solution_check(entries[-1], 1.0)}
         failed = [solution for solution, check in checks.items() if not check["passed"]]
-        said = "; ".join(_said(solution, check) for solution, check in checks.items())
+        said = "; ".join(f"{solution} {landed(check)}" for solution, check in checks.items())
         return Score(
             value=INCORRECT if failed else CORRECT,
             answer=", ".join(f"{solution} {'FAIL' if solution in failed else 'PASS'}" for solution in checks),
