@@ -1,6 +1,7 @@
 """Shared fixtures: offline mock agents and a toy environment that exercises the machinery in milliseconds."""
 
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,3 +72,21 @@ def scripted_agent(calls: list[ModelOutput]) -> object:
 @pytest.fixture
 def agent_script() -> Callable[[list[ModelOutput]], object]:
     return scripted_agent
+
+
+# Host tests' throwaway users take uids from this range, which no image's user has (the images' agent is 1000, their
+# rebench-runner 1001, their system users below 1000): the kernel counts a uid's processes across the host and every
+# container together, so a host test's user with an image user's uid would spend that user's process limit in the
+# containers of the Docker tier running meanwhile (.ci/run runs both at once; seen as EAGAIN when optimize_kernel's
+# scorer started its worker as rebench-runner).
+THROWAWAY_IDS = (61000, 61999)
+
+
+def add_throwaway_user(name: str, home: Path | None = None) -> None:
+    """Create the user `name` (no login shell; `home` as its home, not created) with a uid no image uses."""
+    low, high = THROWAWAY_IDS
+    keys = [arg for kind in ("UID", "GID") for arg in ("-K", f"{kind}_MIN={low}", "-K", f"{kind}_MAX={high}")]
+    command = ["useradd", *keys, "--no-create-home", "--shell", "/bin/false"]
+    if home is not None:
+        command += ["--home-dir", str(home)]
+    subprocess.run([*command, name], check=True, capture_output=True)

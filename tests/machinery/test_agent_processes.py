@@ -23,6 +23,7 @@ import pytest
 from rebench.environments import ENVIRONMENTS
 from rebench.sandbox_lib import Quarantine, isolation, reached_the_agent
 from rebench.sandbox_lib.users import processes_of
+from tests.conftest import add_throwaway_user
 from tests.scoring_program import run_final_stop, run_users_command
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -37,7 +38,7 @@ def users() -> Iterator[SimpleNamespace]:
     stem = f"rbp{os.getpid() % 100000}"
     names = {role: f"{stem}{role[0]}" for role in ("agent", "trainer", "runner")}
     for name in names.values():
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], check=True, capture_output=True)
+        add_throwaway_user(name)
     try:
         yield SimpleNamespace(**names, uids={role: pwd.getpwnam(name).pw_uid for role, name in names.items()})
     finally:

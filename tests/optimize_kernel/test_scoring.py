@@ -22,6 +22,7 @@ import pytest
 from rebench.optimize_kernel.task import ENVIRONMENT
 from rebench.sandbox_lib.cache import one_timed_run_at_a_time
 from rebench_inspect.spec.normalise import normalise_unclipped
+from tests.conftest import add_throwaway_user
 
 from .conftest import (
     REFERENCE_SOLUTION,
@@ -633,11 +634,7 @@ def throwaway_user():
         pytest.skip("needs root and useradd/userdel")
     name = f"rbk{os.getpid() % 100000}"
     home = Path(tempfile.mkdtemp(prefix="rebench-user-"))
-    subprocess.run(
-        ["useradd", "--no-create-home", "--home-dir", str(home), "--shell", "/bin/false", name],
-        check=True,
-        capture_output=True,
-    )
+    add_throwaway_user(name, home)
     shutil.chown(home, name, name)
     try:
         # The worker runs this interpreter as the new user; one inside a root-only directory (e.g. pyenv under
