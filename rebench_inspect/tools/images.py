@@ -15,6 +15,10 @@ thin image per environment on top (its requirements, and its prepared assets in 
   `build_files` function adds (e.g. a toolchain from the build host). Builds use the host network (`--network host`)
   to reach it; `rebench-build-run` (in the base) fetches them into a temporary folder for one RUN, so no layer keeps
   the CA or the preparation code.
+- At smoke scale the preparation runs once per machine: the build prepares on the host first (into the host's cache of
+  prepared assets, which the host's evals and tests use too, or finding them there) and serves that cache entry
+  (`prepared.tar`); `rebench-prepare` puts it in the image's cache, where the preparation finds it instead of
+  building the same assets again.
 - A rehearsal (`rehearsal.py`) passes `hub_endpoint`: preparation then downloads from a local stand-in for the Hugging
   Face hub instead of the hub, and the environment image gets a tag of its own (`rehearsal_tag`), never the real one.
 """
@@ -36,8 +40,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from rebench.sandbox_lib.cache import is_complete
+from rebench.sandbox_lib.paths import cache_root
+from rebench.sandbox_lib.preparation import Preparation
+
 from ..runtime.sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
-from ..runtime.staging import staged_tree
+from ..runtime.staging import prepare_command, stage_tree, staged_tree
 from ..spec.environment import EnvironmentSpec, Scale
 
 DEBIAN_PARENT = "rebench/debian:bookworm"
@@ -147,6 +155,42 @@ def _prepare_archive(environment: EnvironmentSpec) -> bytes | None:
     return buffer.getvalue()
 
 
+def host_prepared_entry(environment: EnvironmentSpec) -> Path | None:
+    """The host cache's entry of the environment's smoke assets, prepared on the host first where it is missing; None
+    where its preparation keeps no cache entry, or fails on the host (the build then prepares in the image, and says
+    why here)."""
+    if environment.prepare_script is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="rebench-image-prepare-") as tmp:
+        root = Path(tmp)
+        argv, cwd = prepare_command(
+            environment.at("smoke"),
+            python=sys.executable,
+            code_dir=stage_tree(environment, root / "code"),
+            workspace=root / "workspace",
+            protected=root / "protected",
+            setup=False,
+        )
+        completed = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            print(f"preparing {environment.name} on the host failed; the image build prepares it instead:")
+            print(completed.stderr[-2000:])
+            return None
+        marker = Preparation.marker(root / "protected")
+    if marker is None or marker.get("scale") != "smoke":  # a preparation that keeps no cache entry
+        return None
+    entry = cache_root() / environment.name / f"smoke-{marker['key']}"
+    return entry if is_complete(entry) else None
+
+
+def _entry_archive(entry: Path) -> bytes:
+    """The cache entry as a tar archive of its path below the cache root (`<environment>/smoke-<key>`)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(entry, arcname=f"{entry.parent.name}/{entry.name}")
+    return buffer.getvalue()
+
+
 @contextlib.contextmanager
 def served_build_files(served: Path) -> Iterator[str]:
     """Serve a folder on loopback for the duration of a build; yields its URL."""
@@ -216,6 +260,9 @@ def build_image(
         prepare = _prepare_archive(environment)
         if prepare is not None:
             (served / "prepare.tar").write_bytes(prepare)
+        prepared = host_prepared_entry(environment) if scale == "smoke" and hub_endpoint is None else None
+        if prepared is not None:
+            (served / "prepared.tar").write_bytes(_entry_archive(prepared))
         # The build context: only the two image folders, at their repository paths.
         context = Path(tmp) / "context"
         for folder in ("base", environment.name):

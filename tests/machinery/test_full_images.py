@@ -66,6 +66,42 @@ def test_a_full_build_needs_no_registry_and_serves_the_cuda_wheels_from_the_cach
     assert not any(arg.startswith(images.REHEARSAL_LABEL) for arg in environment)
 
 
+@pytest.mark.parametrize("name", ["finetune_target", "rust_codecontests"])
+def test_a_smoke_build_takes_the_hosts_prepared_assets_where_its_preparation_caches_them(name, monkeypatch,
+                                                                                           recorded_builds):
+    import io
+    import tarfile
+
+    from rebench.sandbox_lib.paths import cache_root
+
+    archives: list[bytes] = []
+    record = images._docker
+
+    def docker(*args, **kwargs):
+        url = args[args.index("--build-arg") + 1].partition("=")[2]
+        with contextlib.suppress(urllib.error.HTTPError), urllib.request.urlopen(f"{url}/prepared.tar") as served:
+            archives.append(served.read())
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(images, "_docker", docker)
+    monkeypatch.setattr(images, "local_wheels", lambda scale: [])
+    images.build_image(ENVIRONMENTS[name], "smoke")
+    if name == "rust_codecontests":  # its preparation keeps no cache entry: the image prepares itself
+        assert archives == []
+        return
+    # served to both builds (base and environment): the host cache's entry, below its path from the cache root
+    assert len(archives) == 2 and archives[0] == archives[1]
+    with tarfile.open(fileobj=io.BytesIO(archives[1])) as archive:
+        members = archive.getmembers()
+    [entry] = [member.name for member in members if member.name.count("/") == 1]
+    assert entry.startswith(f"{name}/smoke-")
+    host_entry = cache_root() / entry
+    assert (host_entry / "complete").is_file()
+    assert sorted(member.name.split("/", 2)[2] for member in members if member.isfile()) == sorted(
+        str(path.relative_to(host_entry)) for path in host_entry.rglob("*") if path.is_file()
+    )
+
+
 def test_a_named_base_image_replaces_the_debootstrap_parent(recorded_builds):
     calls, _ = recorded_builds
     images.build_image(ENVIRONMENTS["scaling_law"], "full", base_image="nvidia/cuda:13.0.0-runtime-ubuntu24.04")
