@@ -5,15 +5,20 @@ Every experiment goes through the workspace's `train.py` launcher, like an agent
 1/4 of it (the paper's reference used four); at each budget n_embd on a 1.5× geometric grid (multiples of n_head) with max_iters spending the
 budget. For each budget a parabola in ln(n_embd) through the losses gives the best n_embd and loss; straight
 lines in ln(budget) then extrapolate both to the target. Diverged or too-short runs are left out.
+
+The grid does not depend on any result, so its runs go at once where the trainer leaves cores free: at smoke scale it
+trains on one CPU thread per run (one run per CPU); at full scale one run at a time (one GPU, as in the paper).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +27,7 @@ BUDGET_FRACTIONS = (1.0, 0.5, 0.25)
 GROWTH = 1.5
 MIN_ITERS = 10
 SIZES_PER_BUDGET = 6
+RUNS_AT_ONCE = {"smoke": os.cpu_count() or 1, "full": 1}
 
 
 def read_settings() -> dict:
@@ -35,7 +41,7 @@ def read_settings() -> dict:
     from scaling_common import SETTINGS
 
     scale = json.loads((trainer_dir / "trainer_settings.json").read_text())["scale"]
-    return {"settings": SETTINGS[scale]}
+    return {"scale": scale, "settings": SETTINGS[scale]}
 
 
 def run(n_embd: int, max_iters: int) -> float | None:
@@ -73,25 +79,42 @@ def best_of_budget(points: list[tuple[int, float]]) -> tuple[float, float]:
     return math.exp(x_best), float(np.polyval([a, b, c], x_best))
 
 
-def main() -> None:
-    settings = read_settings()["settings"]
+def planned_runs(settings) -> dict[float, list[tuple[int, int]]]:
+    """Per budget, its experiments (n_embd, max_iters): widths from n_head up on the geometric grid, each with the
+    iterations that spend the budget, while at least MIN_ITERS of them fit."""
     step_flops = settings.flops(1, 1)  # FLOPs per step per n_embd²
-    optima = []
+    grid: dict[float, list[tuple[int, int]]] = {}
     for fraction in BUDGET_FRACTIONS:
         budget = settings.experiment_cap * fraction
-        points: list[tuple[int, float]] = []
+        runs = grid[budget] = []
         n = settings.n_head
-        while True:
+        while len(runs) < SIZES_PER_BUDGET:
             max_iters = int(budget // (step_flops * n * n))
-            if max_iters < MIN_ITERS or len(points) >= SIZES_PER_BUDGET:
+            if max_iters < MIN_ITERS:
                 break
-            loss = run(n, max_iters)
-            if loss is not None and loss < math.log(1e6):
-                points.append((n, loss))
+            runs.append((n, max_iters))
             n = max(
                 n + settings.n_head,
                 round(n * GROWTH / settings.n_head) * settings.n_head,
             )
+    return grid
+
+
+def main() -> None:
+    found = read_settings()
+    settings = found["settings"]
+    step_flops = settings.flops(1, 1)
+    grid = planned_runs(settings)
+    with ThreadPoolExecutor(max_workers=RUNS_AT_ONCE[found["scale"]]) as pool:
+        pending = {budget: [pool.submit(run, n, max_iters) for n, max_iters in runs] for budget, runs in grid.items()}
+    losses = {budget: [future.result() for future in futures] for budget, futures in pending.items()}
+    optima = []
+    for budget, runs in grid.items():
+        points = [
+            (n, loss)
+            for (n, _), loss in zip(runs, losses[budget])
+            if loss is not None and loss < math.log(1e6)
+        ]
         if len(points) >= 3:
             n_best, loss_best = best_of_budget(points)
             optima.append((budget, n_best, loss_best))
