@@ -72,6 +72,7 @@ def entries(sample: EvalSample) -> list[dict]:
     return sample.scores["rebench_scorer"].metadata["score_log"]
 
 
+@pytest.mark.holds_the_agents_process_slots
 def test_an_agent_holding_every_process_slot_cannot_stop_the_final_score(name, smoke_image):
     smoke_image(ENVIRONMENTS[name])
     sample, printed = scored_by_an_agent_that_ran(name, HOLD_IN_BACKGROUND)

@@ -67,6 +67,7 @@ def container(name, smoke_image, tmp_path):
         subprocess.run([*compose, "down", "-t", "0"], capture_output=True, timeout=300, check=False)
 
 
+@pytest.mark.holds_the_agents_process_slots
 def test_a_fork_bomb_stops_at_the_agents_process_limit(name, container):
     limit = CONTAINER_LIMITS["smoke"].pids
     bomb = container(["python3", "-c", FORK_BOMB, str(limit + 100)])
