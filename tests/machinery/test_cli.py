@@ -89,17 +89,6 @@ def test_demo_says_what_runs_and_warns_about_a_cold_first_preparation(tmp_path, 
     assert [line for line in lines if line.startswith("[1/1]")][-1].startswith("[1/1] optimize_kernel: success in ")
 
 
-def test_the_demo_runs_the_untimed_environments_together_and_each_timed_one_alone():
-    from rebench.environments import ENVIRONMENTS
-    from rebench_inspect.cli.demo import runs_of_the_demo
-
-    runs = runs_of_the_demo(list(ENVIRONMENTS))
-    timed = sorted(name for name, spec in ENVIRONMENTS.items() if spec.smoke_anchor_runs > 0)
-    assert timed == ["optimize_kernel", "optimize_llm_foundry"]
-    assert runs == [[name for name in ENVIRONMENTS if name not in timed], *[[name] for name in timed]]
-    assert runs_of_the_demo(["optimize_kernel"]) == [["optimize_kernel"]]
-
-
 def with_local_check(environment, folder: Path, exit_code: int):
     """The environment with a `local_check` script that prints a message and exits with `exit_code`."""
     shutil.copytree(environment.folder, folder)
