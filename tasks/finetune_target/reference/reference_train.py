@@ -125,7 +125,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     tokenizer = chat.load_tokenizer(settings["tokenizer"], settings.get("vocabulary"))
-    judge = chat.JudgeClient(*chat.endpoint_from_environment(HERE))
+    judge = chat.JudgeClient(*chat.endpoint_from_environment(HERE), concurrency=16)
     prompts = chat.read_jsonl(HERE / "data" / "dev_prompts.jsonl")
     model = load_model(HERE / "models" / "base_model.pt", device)
     for round_index in range(args.rounds):

@@ -400,13 +400,6 @@ def endpoint_from_environment(workspace: str | Path | None = None, env_file: str
     return base_url.rstrip("/"), api_key
 
 
-# The harness's judge endpoint is Inspect's agent bridge, which collects waiting requests every 2 seconds and
-# answers them together: a call takes about 2 s however fast the judge is, so throughput is the number of calls in
-# flight per 2 s. A batch of comparisons is sent this many at a time (at full scale Inspect's own max_connections
-# still limits the calls that reach the provider; the rest wait on the host).
-CONCURRENT_CALLS = 128
-
-
 class JudgeClient:
     """Pairwise comparisons through the harness's OpenAI-compatible judge endpoint (stdlib HTTP)."""
 
@@ -418,7 +411,7 @@ class JudgeClient:
         model: str = "judge",
         timeout: float = 120.0,
         retries: int = 4,
-        concurrency: int = CONCURRENT_CALLS,
+        concurrency: int = 8,
     ) -> None:
         self.url = f"{base_url.rstrip('/')}/chat/completions"
         self.api_key = api_key

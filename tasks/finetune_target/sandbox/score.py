@@ -255,7 +255,7 @@ def score(run: ScoringRun) -> Scored:
     del model
 
     base_url, api_key = chat.endpoint_from_environment()
-    client = chat.JudgeClient(base_url, api_key)
+    client = chat.JudgeClient(base_url, api_key, concurrency=16 if run.scale == "full" else 8)
     started = time.time()
     seed = meta["position_seed"] + (0 if heldout_set == "main" else 1)
     judged = judge_all(client, records, responses, meta["comparisons"], seed)

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 
 class Judge:
-    def __init__(self, concurrency: int = chat.CONCURRENT_CALLS) -> None:
+    def __init__(self, concurrency: int = 8) -> None:
         self.client = chat.JudgeClient(*chat.endpoint_from_environment(HERE), concurrency=concurrency)
 
     def compare(self, instruction: str, response_a: str, response_b: str) -> str | None:
