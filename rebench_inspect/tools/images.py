@@ -41,8 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rebench.sandbox_lib.cache import is_complete
-from rebench.sandbox_lib.paths import cache_root
-from rebench.sandbox_lib.preparation import Preparation
+from rebench.sandbox_lib.preparation import Preparation, cache_entry
 
 from ..runtime.sandbox import IMAGE_REGISTRY, IMAGE_VERSION, image_tag, sandbox_folder
 from ..runtime.staging import prepare_command, stage_tree, staged_tree
@@ -179,7 +178,7 @@ def host_prepared_entry(environment: EnvironmentSpec) -> Path | None:
         marker = Preparation.marker(root / "protected")
     if marker is None or marker.get("scale") != "smoke":  # a preparation that keeps no cache entry
         return None
-    entry = cache_root() / environment.name / f"smoke-{marker['key']}"
+    entry = cache_entry(environment.name, "smoke", marker["key"])
     return entry if is_complete(entry) else None
 
 

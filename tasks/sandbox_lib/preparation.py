@@ -63,6 +63,11 @@ def lock_down(protected: Path) -> None:
             os.chmod(os.path.join(root, name), 0o600)
 
 
+def cache_entry(name: str, scale: str, key: str) -> Path:
+    """Where the cache keeps the `scale` assets of preparation `name` built with `key` (`Preparation.key`)."""
+    return cache_root() / name / f"{scale}-{key}"
+
+
 class Preparation:
     def __init__(self, name: str, build: Build, settings: Mapping[str, dict], *, code: Sequence[Path]) -> None:
         self.name, self.build, self.settings, self.code = name, build, settings, list(code)
@@ -128,7 +133,7 @@ class Preparation:
     def _cached_build(
         self, scale: str, key: str, settings: dict, use_cache: bool, build_kwargs: dict[str, Any]
     ) -> tuple[Path, str]:
-        entry = cache_root() / self.name / f"{scale}-{key}"
+        entry = cache_entry(self.name, scale, key)
         entry.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(entry.parent, 0o700)  # the cache holds held-out data and secrets
 
