@@ -54,6 +54,7 @@ def environments() -> list:
     ]
 
 
+@pytest.mark.timed
 @pytest.mark.parametrize("environment", environments())
 def test_scripted_agent_reproduces_the_smoke_anchors(environment, smoke_eval, request):
     expected = REPRODUCTIONS.get(environment.name)

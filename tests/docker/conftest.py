@@ -5,12 +5,7 @@ Skips with one reason where no engine answers. Images are built once, before the
 the command, so a shared machine with an engine never starts a build from a test run.
 """
 
-import fcntl
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -51,30 +46,3 @@ def smoke_image():
         return tag
 
     return require
-
-
-# Containers share the host's user namespace, so the kernel counts a uid's processes across every container on the
-# host (README, security model): a test whose agent holds every process slot of its uid leaves none for the agent of
-# a sample running at the same time, in another container (`.ci/run` runs two Docker lanes at once). Such a test,
-# marked `holds_the_agents_process_slots`, runs alone on the host; every other Docker test may run beside another.
-# A readers-writer lock over two files: the turnstile lets a waiting exclusive test in before later shared ones.
-_HOST_LOCKS = Path(tempfile.gettempdir()) / "rebench-docker-tests"
-
-
-@contextmanager
-def host_wide(exclusive: bool) -> Iterator[None]:
-    _HOST_LOCKS.mkdir(exist_ok=True)
-    with open(_HOST_LOCKS / "turnstile", "a") as turnstile, open(_HOST_LOCKS / "tests", "a") as tests:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        fcntl.flock(tests, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        fcntl.flock(turnstile, fcntl.LOCK_UN)
-        yield
-
-
-@pytest.fixture(autouse=True)
-def one_process_slot_holder_at_a_time(request) -> Iterator[None]:
-    if request.node.get_closest_marker("docker") is None:
-        yield
-        return
-    with host_wide(exclusive=request.node.get_closest_marker("holds_the_agents_process_slots") is not None):
-        yield

@@ -124,6 +124,7 @@ def final(log: EvalLog) -> Score:
     return log.samples[0].scores["rebench_scorer"]
 
 
+@pytest.mark.timed
 def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image):
     """One eval gives both anchors' solutions: setup scores the starting solution (the score log's first entry)
     before the reference solver installs the reference, which the final entry scores."""

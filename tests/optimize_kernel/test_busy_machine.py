@@ -16,7 +16,8 @@ from rebench.optimize_kernel.task import optimize_kernel
 from rebench_inspect.runtime.measured_anchors import MEASURED_AT_SETUP
 
 # Slow tier (`pytest -m slow`, run by CI): a whole smoke eval on a machine kept busy (8 scoring runs, each slowed).
-pytestmark = pytest.mark.slow
+# Timed: alone on the host, so the load is the spinners' alone, the same at setup and at scoring.
+pytestmark = [pytest.mark.slow, pytest.mark.timed]
 
 # Spinning processes per core: each scoring run gets a small share of a core, as on the shared machines where the
 # fixed anchors put the reference at 0 (load average 15-34 on 2 cores).

@@ -221,6 +221,7 @@ def variant(workspace: Path, tmp_path: Path, finetune_sh: str, stash: Path | Non
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_start_and_reference(smoke, tmp_path):
     workspace, score = smoke
     start = score(workspace)
