@@ -1,20 +1,24 @@
-"""The harness's own overhead per `rebench score` call, for each environment at smoke scale (target: 1 s).
+"""The harness's own overhead per score call, for each environment at smoke scale (target: 1 s), two ways.
 
-Each call is the command a user runs, `rebench score ENV --scale smoke --log-dir DIR` (the environment's starting
-workspace), timed from outside. The workload is every run of the environment's scoring program, timed from the eval
-log the call kept (the sandbox events of those runs: start to end). Overhead = the call's wall time minus that
-workload: the interpreter's start and imports, the task and eval set-up, the harness's own commands in the sandbox
-(workspace layout, the cached preparation, staging the scoring program), Inspect's bookkeeping and the log. A timed
-environment's score call also measures its smoke anchors (`smoke_anchor_runs` runs each of the start and the
-reference): those runs count as workload, and the table says how many runs a call made.
+In an eval: the agent's `score` tool. One eval per environment on the local sandbox, whose scripted agent (mockllm,
+no model) calls `score` on the starting workspace several times, then submits. A call's time is its tool event in
+the log; the workload is every run of the scoring program inside it (sandbox events: start to end); the overhead is
+the rest: staging the scoring program, copying the workspace, the quarantine's commands, the verdict, the score log.
+This is the cost an agent's working time pays at every score.
 
-The first call of each environment may prepare its smoke assets (cold cache); it is reported apart and left out of
-the overhead figures. The load average is sampled during the run: on a shared machine the figures mean little
-without it.
+On the command line: `rebench score ENV --scale smoke --log-dir DIR` (the environment's starting workspace), timed
+from outside, with the workload read from the log it kept. Its overhead adds the interpreter's start and imports
+(Inspect loads every installed `inspect_ai` entry point: the table lists them), the task and eval set-up, the
+cached preparation and Inspect's bookkeeping. A timed environment's call also measures its smoke anchors
+(`smoke_anchor_runs` runs each of the start and the reference): those runs count as workload, and the table says
+how many runs a call made. The first call of each environment may prepare its smoke assets (cold cache); it is
+reported apart and left out of the overhead figures.
+
+The load average is sampled during the run: on a shared machine the figures mean little without it.
 
     python benchmarks/overhead.py [ENV ...] [--calls N] [--output benchmarks/RESULTS.md]
 
-Writes the Markdown table (with the machine's description) to --output and prints it.
+Writes the Markdown tables (with the machine's description) to --output and prints them.
 """
 
 from __future__ import annotations
@@ -30,11 +34,16 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib.metadata import entry_points
 from pathlib import Path
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.event import ToolEvent
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from rebench.environments import ENVIRONMENTS
+from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.runtime.sandbox import local_problems
 from rebench_inspect.runtime.staging import sandbox_module
 from rebench_inspect.spec.environment import EnvironmentSpec
@@ -70,12 +79,17 @@ def is_scoring_program(environment: EnvironmentSpec, command: str | None) -> boo
     return command is not None and sandbox_module(environment, "score") in command and "--result" in command
 
 
-def program_runs(log: EvalLog, environment: EnvironmentSpec) -> tuple[list[float], float]:
-    """From a kept score log: each scoring program run's seconds, and the seconds of every other sandbox event."""
+def program_runs(
+    log: EvalLog, environment: EnvironmentSpec, within: tuple[datetime, datetime] | None = None
+) -> tuple[list[float], float]:
+    """From a kept log: each scoring program run's seconds, and the seconds of every other sandbox event (only the
+    events that began `within` a span of time, where given)."""
     [sample] = log.samples or []
     runs, others = [], 0.0
     for event in sample.events:
         if event.event != "sandbox" or event.completed is None:
+            continue
+        if within is not None and not within[0] <= event.timestamp <= within[1]:
             continue
         seconds = _seconds(event.timestamp, event.completed)
         if event.action == "exec" and is_scoring_program(environment, event.cmd):
@@ -102,6 +116,52 @@ def score_call(environment: EnvironmentSpec) -> Call:
         raise RuntimeError(f"{environment.name}: the kept log shows no run of the scoring program")
     assert log.stats.started_at
     return Call(wall, runs, _seconds(started_at, log.stats.started_at), others)
+
+
+@dataclass
+class ToolCall:
+    wall_s: float  # the agent's `score` tool call, start to end
+    program_runs: list[float]
+    harness_commands_s: float
+
+    @property
+    def overhead_s(self) -> float:
+        return self.wall_s - sum(self.program_runs)
+
+
+def _usage() -> ModelUsage:
+    # mockllm counts tokens with tiktoken (a download) unless usage is given.
+    return ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
+
+
+def _tool_call(name: str, **arguments: object) -> ModelOutput:
+    output = ModelOutput.for_tool_call("mockllm/model", name, arguments)
+    output.usage = _usage()
+    return output
+
+
+def score_tool_calls(environment: EnvironmentSpec, task: Task, calls: int, log_dir: str) -> list[ToolCall]:
+    """One eval of the environment's `task` whose scripted agent calls `score` `calls` times on the starting
+    workspace, then submits."""
+    agent = get_model(
+        "mockllm/model",
+        custom_outputs=[*(_tool_call("score") for _ in range(calls)), _tool_call("submit", answer="done")],
+    )
+    [log] = inspect_eval(task, model=agent, display="none", log_dir=log_dir)
+    if log.status != "success" or not log.samples or log.samples[0].error is not None:
+        raise RuntimeError(f"{environment.name}: the eval of the score tool did not succeed: {log.error}")
+    return [_tool_call_timing(log, environment, event) for event in _score_tool_events(log.samples[0])]
+
+
+def _score_tool_events(sample: EvalSample) -> list[ToolEvent]:
+    return [event for event in sample.events if isinstance(event, ToolEvent) and event.function == "score"]
+
+
+def _tool_call_timing(log: EvalLog, environment: EnvironmentSpec, event: ToolEvent) -> ToolCall:
+    if event.completed is None or event.error is not None:
+        raise RuntimeError(f"{environment.name}: a score tool call did not complete: {event.error}")
+    runs, others = program_runs(log, environment, within=(event.timestamp, event.completed))
+    return ToolCall(_seconds(event.timestamp, event.completed), runs, others)
 
 
 class LoadSampler:
@@ -148,7 +208,27 @@ def _figure(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" + (f" ({min(values):.2f}–{max(values):.2f})" if len(values) > 1 else "")
 
 
-def table_rows(results: dict[str, tuple[Call, list[Call]] | str]) -> list[str]:
+def tool_rows(results: dict[str, list[ToolCall] | str]) -> list[str]:
+    rows = [
+        "| environment | calls | `score` tool call, s | scoring program, s | **overhead, s** "
+        "| of it: harness commands in the sandbox, s | ≤ 1 s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, result in results.items():
+        if isinstance(result, str):
+            rows.append(f"| {name} | not run: {result} | | | | | |")
+            continue
+        overhead = [call.overhead_s for call in result]
+        rows.append(
+            f"| {name} | {len(result)} | {_figure([c.wall_s for c in result])} "
+            f"| {_figure([sum(c.program_runs) for c in result])} | **{_figure(overhead)}** "
+            f"| {_figure([c.harness_commands_s for c in result])} "
+            f"| {'yes' if statistics.median(overhead) <= TARGET_S else 'no'} |"
+        )
+    return rows
+
+
+def cli_rows(results: dict[str, tuple[Call, list[Call]] | str]) -> list[str]:
     rows = [
         "| environment | first call, s | calls | wall, s | scoring program, s (runs per call) | **overhead, s** "
         "| of it: before the eval starts, s | of it: harness commands in the sandbox, s | ≤ 1 s |",
@@ -169,22 +249,37 @@ def table_rows(results: dict[str, tuple[Call, list[Call]] | str]) -> list[str]:
     return rows
 
 
-def report(results: dict, load: list[float], began: datetime, seconds: float, calls: int) -> str:
+def installed_entry_points() -> str:
+    return ", ".join(sorted(f"{ep.name} ({ep.value})" for ep in entry_points(group="inspect_ai")))
+
+
+def report(
+    tool_results: dict, cli_results: dict, load: list[float], began: datetime, seconds: float, calls: int
+) -> str:
     return "\n".join(
         [
-            "# Benchmarks: the harness's overhead per `rebench score` call",
+            "# Benchmarks: the harness's overhead per score call",
             "",
             "Regenerate with `python benchmarks/overhead.py` (this file is its output; the method is in its "
-            "docstring). Overhead = a call's wall time minus the time its scoring program ran (every run, the "
-            "measured smoke anchors' included); target: 1 s. Medians (min–max) of the calls after the first.",
+            "docstring). Overhead = a call's wall time minus the time its scoring program ran; target: 1 s. "
+            "Medians (min–max).",
             "",
             f"- Machine: {machine()}",
-            f"- Run: {began:%Y-%m-%d %H:%M} UTC, {seconds / 60:.0f} min, {calls} timed calls per environment after "
-            "a first one (which may prepare the smoke assets: cold cache)",
+            f"- Run: {began:%Y-%m-%d %H:%M} UTC, {seconds / 60:.0f} min, {calls} timed calls per environment each way",
             f"- Load average (1 min) during the run: min {min(load):.1f}, median {statistics.median(load):.1f}, "
             f"max {max(load):.1f} ({len(load)} samples, every {LOAD_SAMPLE_S:g} s)",
+            f"- Inspect entry points installed (each command-line call imports them all): {installed_entry_points()}",
             "",
-            *table_rows(results),
+            "## In an eval: the agent's `score` tool (local sandbox)",
+            "",
+            *tool_rows(tool_results),
+            "",
+            "## On the command line: `rebench score ENV --scale smoke`",
+            "",
+            "A timed environment's call includes its measured smoke anchors' runs in the workload; the first call "
+            "(which may prepare the smoke assets: cold cache) is left out of the overhead figures.",
+            "",
+            *cli_rows(cli_results),
             "",
         ]
     )
@@ -193,21 +288,24 @@ def report(results: dict, load: list[float], began: datetime, seconds: float, ca
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("environments", nargs="*", default=sorted(ENVIRONMENTS), metavar="ENV")
-    parser.add_argument("--calls", type=int, default=3, help="timed calls per environment after the first")
+    parser.add_argument("--calls", type=int, default=3, help="timed calls per environment, each way")
     parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     args = parser.parse_args()
     began, started = datetime.now(UTC), time.monotonic()
-    results: dict[str, tuple[Call, list[Call]] | str] = {}
-    with LoadSampler() as load:
+    tool_results: dict[str, list[ToolCall] | str] = {}
+    cli_results: dict[str, tuple[Call, list[Call]] | str] = {}
+    with LoadSampler() as load, tempfile.TemporaryDirectory(prefix="rebench-overhead-evals-") as log_dir:
         for name in args.environments:
             environment = ENVIRONMENTS[name]
             if missing := local_problems(environment):
-                results[name] = "; ".join(missing).splitlines()[0]
+                tool_results[name] = cli_results[name] = "; ".join(missing).splitlines()[0]
                 continue
-            first = score_call(environment)
-            results[name] = (first, [score_call(environment) for _ in range(args.calls)])
+            first = score_call(environment)  # prepares the smoke assets where the cache has none
+            cli_results[name] = (first, [score_call(environment) for _ in range(args.calls)])
+            task = TASKS[name](scale="smoke", sandbox="local", time_budget_hours=1)
+            tool_results[name] = score_tool_calls(environment, task, args.calls, log_dir)
             print(f"{name}: done", file=sys.stderr)
-    text = report(results, load.samples, began, time.monotonic() - started, args.calls)
+    text = report(tool_results, cli_results, load.samples, began, time.monotonic() - started, args.calls)
     args.output.write_text(text)
     print(text)
 

@@ -1,9 +1,11 @@
-"""benchmarks/overhead.py reads each scoring program run from the log `rebench score --log-dir` keeps."""
+"""benchmarks/overhead.py reads each scoring program run from the log `rebench score --log-dir` keeps, and from an
+eval's log each `score` tool call's."""
 
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from benchmarks.overhead import Call, program_runs
+from benchmarks.overhead import Call, program_runs, score_tool_calls
+from rebench_inspect.runtime.task import build_task
 from rebench_inspect.runtime.workspace_score import score_workspace
 
 
@@ -20,3 +22,16 @@ def test_the_kept_score_log_times_the_scoring_program_apart_from_the_harness(toy
     assert harness_commands > 0
     call = Call(wall_s=runs[0] + 2.0, program_runs=runs, before_eval_s=1.0, harness_commands_s=harness_commands)
     assert call.overhead_s == pytest.approx(2.0)
+
+
+def test_each_score_tool_call_of_an_eval_is_timed_with_its_own_scoring_program_run(
+    toy_environment, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1)
+    calls = score_tool_calls(toy_environment, task, 3, str(tmp_path / "logs"))
+    assert len(calls) == 3
+    for call in calls:
+        # the scoring program at setup (the start's score) is not counted in any call: one run each
+        assert len(call.program_runs) == 1 and 0 < call.program_runs[0] < call.wall_s, call
+        assert 0 < call.overhead_s < call.wall_s and call.harness_commands_s > 0, call
