@@ -3,6 +3,8 @@
 every build writes anew."""
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +152,16 @@ def test_a_timed_smoke_environment_normalises_against_anchors_measured_at_setup(
     # without measuring (and at full scale, which never measures) the fixed anchors hold
     unmeasured = score_workspace(timed.at("smoke"), tmp_path / "ws", measure_anchors=False)
     assert unmeasured["anchors"]["provenance"] == "fixed" and unmeasured["normalised"] == pytest.approx(4.32, abs=0.01)
+
+
+@pytest.mark.parametrize("name", ["fix_embedding", "restricted_mlm", "scaling_law"])
+def test_a_preparation_program_imports_torch_only_to_build(name):
+    # Every sample's setup runs its environment's preparation program; with the assets cached, it needs no torch,
+    # whose import took 2-4 s of each setup and each `rebench score` call on a 2-core machine.
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, rebench.{name}.sandbox.prepare; print('torch' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "False"

@@ -28,15 +28,18 @@ import shutil
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING
 
 from rebench import lm_common
 from rebench.lm_common import corpus
 from rebench.sandbox_lib import Preparation
 
-GPTConfig, GPT = lm_common.GPTConfig, lm_common.GPT
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+# torch is imported by the functions that build assets: a setup whose assets are cached (most) never needs it, and
+# its import takes seconds on a small machine.
 
 SETTINGS = {
     "smoke": {
@@ -70,6 +73,8 @@ def log(message: str) -> None:
 # ---------------------------------------------------------------------------------------------- the shared tail
 def permute_embedding(model, seed: int) -> torch.Tensor:
     """Permute the rows of the tied token embedding in place; returns the permutation (new row i = old row p[i])."""
+    import torch
+
     vocab = model.config.vocab_size
     permutation = torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
@@ -93,6 +98,8 @@ def write_assets(
     """Corrupt `large`, then write every workspace and protected file. Returns the meta data.
 
     Token sets are arrays, or paths of token files (large corpora), which are moved into place."""
+    import torch
+
     for destination, tokens in ((protected / "val.bin", val_tokens), (workspace / "train.bin", train_tokens)):
         if isinstance(tokens, Path):
             shutil.move(tokens, destination)
@@ -147,8 +154,10 @@ def write_assets(
 
 # ------------------------------------------------------------------------------------------------------ smoke
 def train_from_scratch(config, tokens: np.ndarray, *, steps: int, batch_size: int, lr: float, seed: int):
+    import torch
+
     torch.manual_seed(seed)
-    model = GPT(config)
+    model = lm_common.GPT(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(seed)
     warmup = max(1, steps // 10)
@@ -178,9 +187,11 @@ def build_smoke(workspace: Path, protected: Path, settings: dict) -> dict:
     val_tokens = corpus.tokenize_texts((documents[i] for i in val_idx), tokenizer.encode, tokenizer.eot_id)
     log(f"smoke corpus: {len(train_tokens)} train / {len(val_tokens)} held-out tokens, vocab {tokenizer.vocab_size}")
     train = settings["train"]
+    import torch
+
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     large = train_from_scratch(
-        GPTConfig(vocab_size=tokenizer.vocab_size, **settings["large"]),
+        lm_common.GPTConfig(vocab_size=tokenizer.vocab_size, **settings["large"]),
         train_tokens,
         steps=train["steps_large"],
         batch_size=train["batch_size"],
@@ -188,7 +199,7 @@ def build_smoke(workspace: Path, protected: Path, settings: dict) -> dict:
         seed=train["seed"],
     )
     small = train_from_scratch(
-        GPTConfig(vocab_size=tokenizer.vocab_size, **settings["small"]),
+        lm_common.GPTConfig(vocab_size=tokenizer.vocab_size, **settings["small"]),
         train_tokens,
         steps=train["steps_small"],
         batch_size=train["batch_size"],
