@@ -4,7 +4,10 @@ In an eval: the agent's `score` tool. One eval per environment on the local sand
 no model) calls `score` on the starting workspace several times, then submits. A call's time is its tool event in
 the log; the workload is every run of the scoring program inside it (sandbox events: start to end); the overhead is
 the rest: staging the scoring program, copying the workspace, the quarantine's commands, the verdict, the score log.
-This is the cost an agent's working time pays at every score.
+This is the cost an agent's working time pays at every score. Inspect's log can lack the sandbox event of a call's
+scoring program (seen on the first call of the environments whose scoring reaches a model through the agent bridge,
+finetune_target and rust_codecontests): such a call cannot be split, so it is left out and the table says how many
+calls were timed.
 
 On the command line: `rebench score ENV --scale smoke --log-dir DIR` (the environment's starting workspace), timed
 from outside, with the workload read from the log it kept. Its overhead adds the interpreter's start and imports
@@ -32,21 +35,23 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ToolEvent
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.runtime.sandbox import local_problems
 from rebench_inspect.runtime.staging import sandbox_module
 from rebench_inspect.spec.environment import EnvironmentSpec
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0
@@ -129,24 +134,10 @@ class ToolCall:
         return self.wall_s - sum(self.program_runs)
 
 
-def _usage() -> ModelUsage:
-    # mockllm counts tokens with tiktoken (a download) unless usage is given.
-    return ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
-
-
-def _tool_call(name: str, **arguments: object) -> ModelOutput:
-    output = ModelOutput.for_tool_call("mockllm/model", name, arguments)
-    output.usage = _usage()
-    return output
-
-
 def score_tool_calls(environment: EnvironmentSpec, task: Task, calls: int, log_dir: str) -> list[ToolCall]:
     """One eval of the environment's `task` whose scripted agent calls `score` `calls` times on the starting
     workspace, then submits."""
-    agent = get_model(
-        "mockllm/model",
-        custom_outputs=[*(_tool_call("score") for _ in range(calls)), _tool_call("submit", answer="done")],
-    )
+    agent = scripted_agent([tool_call("score") for _ in range(calls)])
     [log] = inspect_eval(task, model=agent, display="none", log_dir=log_dir)
     if log.status != "success" or not log.samples or log.samples[0].error is not None:
         raise RuntimeError(f"{environment.name}: the eval of the score tool did not succeed: {log.error}")
@@ -162,6 +153,9 @@ def _tool_call_timing(log: EvalLog, environment: EnvironmentSpec, event: ToolEve
         raise RuntimeError(f"{environment.name}: a score tool call did not complete: {event.error}")
     runs, others = program_runs(log, environment, within=(event.timestamp, event.completed))
     return ToolCall(_seconds(event.timestamp, event.completed), runs, others)
+
+
+Row = Any  # one environment's results: a list of ToolCall, or (first Call, timed Calls)
 
 
 class LoadSampler:
@@ -208,45 +202,70 @@ def _figure(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}" + (f" ({min(values):.2f}–{max(values):.2f})" if len(values) > 1 else "")
 
 
-def tool_rows(results: dict[str, list[ToolCall] | str]) -> list[str]:
-    rows = [
-        "| environment | calls | `score` tool call, s | scoring program, s | **overhead, s** "
-        "| of it: harness commands in the sandbox, s | ≤ 1 s |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+def table(columns: list[str], results: dict[str, Row | str], cells: Callable[[Row], list[str]]) -> list[str]:
+    """A Markdown table: one row per environment, its `cells`, or the reason it was not run."""
+    rows = ["| " + " | ".join(["environment", *columns]) + " |", "| " + " | ".join(["---"] * (len(columns) + 1)) + " |"]
     for name, result in results.items():
-        if isinstance(result, str):
-            rows.append(f"| {name} | not run: {result} | | | | | |")
-            continue
-        overhead = [call.overhead_s for call in result]
-        rows.append(
-            f"| {name} | {len(result)} | {_figure([c.wall_s for c in result])} "
-            f"| {_figure([sum(c.program_runs) for c in result])} | **{_figure(overhead)}** "
-            f"| {_figure([c.harness_commands_s for c in result])} "
-            f"| {'yes' if statistics.median(overhead) <= TARGET_S else 'no'} |"
-        )
+        found = [f"not run: {result}", *[""] * (len(columns) - 1)] if isinstance(result, str) else cells(result)
+        rows.append("| " + " | ".join([name, *found]) + " |")
     return rows
 
 
-def cli_rows(results: dict[str, tuple[Call, list[Call]] | str]) -> list[str]:
-    rows = [
-        "| environment | first call, s | calls | wall, s | scoring program, s (runs per call) | **overhead, s** "
-        "| of it: before the eval starts, s | of it: harness commands in the sandbox, s | ≤ 1 s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+def _within_target(overhead: list[float]) -> str:
+    return "yes" if statistics.median(overhead) <= TARGET_S else "no"
+
+
+def tool_cells(all_calls: list[ToolCall]) -> list[str]:
+    # A call whose scoring program's event the log lacks cannot be split into workload and overhead: left out.
+    calls = [call for call in all_calls if call.program_runs]
+    if not calls:
+        return [f"0 of {len(all_calls)} timed", "", "", "", "", ""]
+    overhead = [call.overhead_s for call in calls]
+    return [
+        f"{len(calls)} of {len(all_calls)}",
+        _figure([c.wall_s for c in calls]),
+        _figure([sum(c.program_runs) for c in calls]),
+        f"**{_figure(overhead)}**",
+        _figure([c.harness_commands_s for c in calls]),
+        _within_target(overhead),
     ]
-    for name, result in results.items():
-        if isinstance(result, str):
-            rows.append(f"| {name} | not run: {result} | | | | | | | |")
-            continue
-        first, calls = result
-        overhead = [call.overhead_s for call in calls]
-        rows.append(
-            f"| {name} | {first.wall_s:.1f} | {len(calls)} | {_figure([c.wall_s for c in calls])} "
-            f"| {_figure([c.program_s for c in calls])} ({len(calls[0].program_runs)}) | **{_figure(overhead)}** "
-            f"| {_figure([c.before_eval_s for c in calls])} | {_figure([c.harness_commands_s for c in calls])} "
-            f"| {'yes' if statistics.median(overhead) <= TARGET_S else 'no'} |"
-        )
-    return rows
+
+
+TOOL_COLUMNS = [
+    "calls timed",
+    "`score` tool call, s",
+    "scoring program, s",
+    "**overhead, s**",
+    "of it: harness commands in the sandbox, s",
+    "≤ 1 s",
+]
+
+
+def cli_cells(result: tuple[Call, list[Call]]) -> list[str]:
+    first, calls = result
+    overhead = [call.overhead_s for call in calls]
+    return [
+        f"{first.wall_s:.1f}",
+        str(len(calls)),
+        _figure([c.wall_s for c in calls]),
+        f"{_figure([c.program_s for c in calls])} ({len(calls[0].program_runs)})",
+        f"**{_figure(overhead)}**",
+        _figure([c.before_eval_s for c in calls]),
+        _figure([c.harness_commands_s for c in calls]),
+        _within_target(overhead),
+    ]
+
+
+CLI_COLUMNS = [
+    "first call, s",
+    "calls",
+    "wall, s",
+    "scoring program, s (runs per call)",
+    "**overhead, s**",
+    "of it: before the eval starts, s",
+    "of it: harness commands in the sandbox, s",
+    "≤ 1 s",
+]
 
 
 def installed_entry_points() -> str:
@@ -272,14 +291,14 @@ def report(
             "",
             "## In an eval: the agent's `score` tool (local sandbox)",
             "",
-            *tool_rows(tool_results),
+            *table(TOOL_COLUMNS, tool_results, tool_cells),
             "",
             "## On the command line: `rebench score ENV --scale smoke`",
             "",
             "A timed environment's call includes its measured smoke anchors' runs in the workload; the first call "
             "(which may prepare the smoke assets: cold cache) is left out of the overhead figures.",
             "",
-            *cli_rows(cli_results),
+            *table(CLI_COLUMNS, cli_results, cli_cells),
             "",
         ]
     )

@@ -9,9 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ModelOutput
 
 from rebench_inspect.spec.environment import Anchors, EnvironmentSpec, Resources, Transform
+from rebench_inspect.testing.scripted import scripted_agent
 
 # The tiers' time budgets (rebench_inspect/testing/plugin.py), every environment's fixtures (fixtures.py there);
 # pytester for the test of the budgets.
@@ -96,22 +97,6 @@ def file_every_user_can_write() -> Iterator[Path]:
     evidence.chmod(0o666)
     yield evidence
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def _usage() -> ModelUsage:
-    # mockllm counts tokens with tiktoken (a download) unless usage is given.
-    return ModelUsage(input_tokens=10, output_tokens=10, total_tokens=20)
-
-
-def tool_call(name: str, **arguments: object) -> ModelOutput:
-    output = ModelOutput.for_tool_call("mockllm/model", name, arguments)
-    output.usage = _usage()
-    return output
-
-
-def scripted_agent(calls: list[ModelOutput]) -> object:
-    """A mockllm model that makes the given tool calls, then submits."""
-    return get_model("mockllm/model", custom_outputs=[*calls, tool_call("submit", answer="done")])
 
 
 @pytest.fixture

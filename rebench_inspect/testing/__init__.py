@@ -1,1 +1,2 @@
-"""Test support shipped with the host package: the pytest plugin (plugin.py)."""
+"""Test support shipped with the host package: the pytest plugin (plugin.py), the shared fixtures (fixtures.py), a
+scripted agent (scripted.py)."""

@@ -4,7 +4,7 @@ eval's log each `score` tool call's."""
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from benchmarks.overhead import Call, program_runs, score_tool_calls
+from benchmarks.overhead import TOOL_COLUMNS, Call, ToolCall, program_runs, score_tool_calls, table, tool_cells
 from rebench_inspect.runtime.task import build_task
 from rebench_inspect.runtime.workspace_score import score_workspace
 
@@ -35,3 +35,12 @@ def test_each_score_tool_call_of_an_eval_is_timed_with_its_own_scoring_program_r
         # the scoring program at setup (the start's score) is not counted in any call: one run each
         assert len(call.program_runs) == 1 and 0 < call.program_runs[0] < call.wall_s, call
         assert 0 < call.overhead_s < call.wall_s and call.harness_commands_s > 0, call
+
+
+def test_a_tool_call_whose_program_event_the_log_lacks_is_left_out_and_counted():
+    calls = [ToolCall(19.1, [], 0.8), ToolCall(19.3, [18.0], 0.8), ToolCall(2.5, [2.0], 0.1)]
+    header, rule, missing, timed = table(TOOL_COLUMNS, {"lost": [calls[0]], "timed": calls}, tool_cells)
+    assert header.count("|") == rule.count("|") == missing.count("|") == timed.count("|")
+    assert "| lost | 0 of 1 timed |" in missing
+    # overheads 1.3 and 0.5: the median is 0.90, the call without its program run is not counted as overhead
+    assert "| timed | 2 of 3 |" in timed and "**0.90 (0.50–1.30)**" in timed and timed.endswith("| yes |")
