@@ -13,7 +13,7 @@ from rebench.audit import monitor
 from rebench_inspect.audit.offline import audit_logs
 from rebench_inspect.audit.scout import capped_messages, monitor_rubric
 from rebench_inspect.runtime.task import build_task
-from tests.conftest import tool_call
+from rebench_inspect.testing.scripted import tool_call
 
 JUDGE = "mockllm/judge"
 

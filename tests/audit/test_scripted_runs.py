@@ -18,8 +18,9 @@ from rebench.audit import audit
 from rebench_inspect.audit.offline import audit_rows
 from rebench_inspect.cli import main
 from rebench_inspect.runtime.task import build_task
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 from rebench_inspect.tools.report import make_report
-from tests.conftest import scripted_agent, tool_call, toy_spec
+from tests.conftest import toy_spec
 
 # The scoring run's result file appears in the protected folder once the scoring program has read the workspace:
 # a process waiting for it (at most 30 s) changes the answer between two scoring runs with no call of the agent.

@@ -15,7 +15,7 @@ from rebench.environments import ENVIRONMENTS
 from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE
 from rebench_inspect.runtime.sandbox import local_problems
 from rebench_inspect.testing.fixtures import scored_sample
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from rebench.audit import audit
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.audit.offline import AuditRow, audit_rows
 from rebench_inspect.cli import main
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
 

@@ -26,7 +26,7 @@ from rebench.maintenance import reference_solution
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.spec.environment import Transform
 from rebench_inspect.testing.fixtures import fixed_smoke_anchors
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
 

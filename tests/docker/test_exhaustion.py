@@ -14,7 +14,7 @@ from inspect_ai.log import EvalSample
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.testing.fixtures import fixed_smoke_anchors
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
 

@@ -25,7 +25,7 @@ from inspect_ai import eval
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.testing.fixtures import fixed_smoke_anchors
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 pytestmark = pytest.mark.docker
 

@@ -9,7 +9,7 @@ from rebench.finetune_target.smoke_judge import smoke_judge_custom_outputs
 from rebench.finetune_target.task import ENVIRONMENT
 from rebench.maintenance import reference_solution
 from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 # Slow tier (`pytest -m slow`, run by CI): end-to-end evals (smoke assets, judge proxy, scoring runs).
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from inspect_ai import eval
 
 from rebench_inspect.runtime.clock import duration
 from rebench_inspect.runtime.task import build_task
-from tests.conftest import tool_call
+from rebench_inspect.testing.scripted import tool_call
 
 
 def tool_results(log, *functions: str) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from inspect_ai import eval
 
-from tests.conftest import tool_call
+from rebench_inspect.testing.scripted import tool_call
 
 CONTRACT = Path(__file__).resolve().parents[2] / "docs" / "CONTRACT.md"
 

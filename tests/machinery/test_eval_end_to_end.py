@@ -7,7 +7,7 @@ from inspect_ai.log import EvalLog
 
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.runtime.task import build_task
-from tests.conftest import tool_call
+from rebench_inspect.testing.scripted import tool_call
 
 
 def run(environment, model, **task_args) -> EvalLog:

@@ -9,8 +9,8 @@ from inspect_ai.log import read_eval_log, write_eval_log
 
 from rebench_inspect.cli import main
 from rebench_inspect.runtime.task import build_task
+from rebench_inspect.testing.scripted import tool_call
 from rebench_inspect.tools.report import make_report
-from tests.conftest import tool_call
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

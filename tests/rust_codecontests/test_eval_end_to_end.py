@@ -18,7 +18,7 @@ from rebench.rust_codecontests.smoke_model import scaffold_custom_outputs
 from rebench.rust_codecontests.task import SCAFFOLD_PRICES
 from rebench_inspect.runtime.model_proxy import ModelRoleProxy, read_ledger
 from rebench_inspect.testing.fixtures import scored_sample
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import REFERENCE_SOLUTION
 

@@ -10,7 +10,7 @@ import pytest
 
 from rebench.scaling_law.task import ENVIRONMENT, scaling_law
 from rebench_inspect.testing.fixtures import scored_sample
-from tests.conftest import scripted_agent, tool_call
+from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import TASK
 
