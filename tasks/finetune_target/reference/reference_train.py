@@ -25,7 +25,7 @@ from model import GPT, GPTConfig
 
 HERE = Path(__file__).resolve().parent
 PRESETS = {
-    "words": {"rounds": 8, "k": 4, "prompts": 96, "steps_per_round": 80, "batch_size": 16, "lr": 2e-3},
+    "words": {"rounds": 8, "k": 4, "prompts": 48, "steps_per_round": 80, "batch_size": 16, "lr": 2e-3},
     "gpt2": {"rounds": 4, "k": 8, "prompts": 2048, "steps_per_round": 400, "batch_size": 16, "lr": 1e-5},
 }
 FINAL_SAMPLING = {"temperature": 0.7, "top_k": 8, "max_new_tokens": 20}

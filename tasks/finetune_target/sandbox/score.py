@@ -255,7 +255,9 @@ def score(run: ScoringRun) -> Scored:
     del model
 
     base_url, api_key = chat.endpoint_from_environment()
-    client = chat.JudgeClient(base_url, api_key, concurrency=16 if run.scale == "full" else 8)
+    # 16 calls in flight at both scales: Inspect's agent bridge collects waiting calls every 2 s, and in Docker each
+    # call costs it docker execs, all started at once (128 in flight swamped a 2-core machine; 16 did not).
+    client = chat.JudgeClient(base_url, api_key, concurrency=16)
     started = time.time()
     seed = meta["position_seed"] + (0 if heldout_set == "main" else 1)
     judged = judge_all(client, records, responses, meta["comparisons"], seed)
