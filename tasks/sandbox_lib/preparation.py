@@ -63,6 +63,15 @@ def lock_down(protected: Path) -> None:
             os.chmod(os.path.join(root, name), 0o600)
 
 
+def content_key(code: Sequence[Path], scale: str, settings: object) -> str:
+    """Hash of the code files (folders: their `.py` files) and the settings a build of `scale` uses."""
+    digest = hashlib.sha256()
+    for name, path in _code_files(code):
+        digest.update(name.encode() + b"\0" + path.read_bytes())
+    digest.update(json.dumps({"scale": scale, "settings": settings}, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:16]
+
+
 def cache_entry(name: str, scale: str, key: str) -> Path:
     """Where the cache keeps the `scale` assets of preparation `name` built with `key` (`Preparation.key`)."""
     return cache_root() / name / f"{scale}-{key}"
@@ -74,12 +83,8 @@ class Preparation:
 
     def key(self, scale: str, settings: dict | None = None) -> str:
         """Hash of the build's code and settings: a cache entry or marker with another key is stale."""
-        digest = hashlib.sha256()
-        for name, path in _code_files(self.code):
-            digest.update(name.encode() + b"\0" + path.read_bytes())
         chosen = self.settings[scale] if settings is None else settings
-        digest.update(json.dumps({"scale": scale, "settings": chosen}, sort_keys=True, default=str).encode())
-        return digest.hexdigest()[:16]
+        return content_key(self.code, scale, chosen)
 
     @staticmethod
     def marker(protected: Path) -> dict | None:

@@ -7,7 +7,8 @@ tokenises OpenWebText) and at each task setup (`--setup`; both scales: installs 
 files, restricts the GPUs, which exist only in a running container). It does not use sandbox_lib's Preparation,
 whose marker makes a second run a no-op: these per-setup steps must run at every setup, and the data lives outside
 the protected folder (the trainer's user reads it). At full scale `--setup` never downloads: without the image's
-data it fails with a clear message.
+data it fails with a clear message. The smoke corpus is built once per machine into the prepared-assets cache
+(sandbox_lib.cache, keyed by this code and its settings) and copied from there.
 
 - The trainer folder is `P/../scaling_law_trainer` (in containers `/scaling_law_trainer`, root-owned): trainer.py,
   scaling_common.py, copies of lm_common's model.py/tokens.py, trainer_settings.json, the token files in data/
@@ -34,6 +35,8 @@ from pathlib import Path
 
 from rebench import lm_common
 from rebench.lm_common import corpus
+from rebench.sandbox_lib.cache import COMPLETE, cached_entry
+from rebench.sandbox_lib.preparation import cache_entry, content_key
 
 from .scaling_common import SETTINGS
 
@@ -79,6 +82,14 @@ def build_smoke_data(data_dir: Path) -> None:
     )
     (data_dir / "vocab.json").write_text(json.dumps(words))
     (data_dir / "vocab_size").write_text(str(tokenizer.vocab_size))
+
+
+def copy_smoke_data(data_dir: Path, *, rebuild: bool = False) -> None:
+    """The smoke corpus from the prepared-assets cache, built there once per machine and key: every local sample's
+    setup makes a fresh trainer folder, and generating the corpus takes seconds."""
+    key = content_key([Path(__file__), Path(lm_common.__file__).parent], "smoke", SMOKE_CORPUS)
+    entry, _ = cached_entry(cache_entry("scaling_law", "smoke", key), build_smoke_data, rebuild=rebuild)
+    shutil.copytree(entry, data_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(COMPLETE))
 
 
 def build_full_data(data_dir: Path) -> None:
@@ -215,7 +226,7 @@ def write_workspace(workspace: Path, trainer_dir: Path, scale: str) -> None:
     link.symlink_to(trainer_dir / "data")
 
 
-def prepare(scale: str, workspace: Path, protected: Path, *, setup: bool = False) -> Path:
+def prepare(scale: str, workspace: Path, protected: Path, *, setup: bool = False, use_cache: bool = True) -> Path:
     trainer_dir = trainer_dir_for(protected)
     data_dir = trainer_dir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -226,8 +237,11 @@ def prepare(scale: str, workspace: Path, protected: Path, *, setup: bool = False
                 f"build); this sandbox has none under {data_dir}. Build the environment's image "
                 "(`rebench images build`)."
             )
-        log(f"building {scale} data in {data_dir}")
-        (build_full_data if scale == "full" else build_smoke_data)(data_dir)
+        if scale == "full":
+            log(f"building full data in {data_dir}")
+            build_full_data(data_dir)
+        else:
+            copy_smoke_data(data_dir, rebuild=not use_cache)
     for path in data_dir.iterdir():
         os.chmod(path, 0o644)
     install_trainer(trainer_dir, scale, "direct")
@@ -247,13 +261,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workspace", type=Path, required=True)
     parser.add_argument("--protected", type=Path, required=True)
     parser.add_argument("--setup", action="store_true", help="task setup: never build full-scale data")
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="accepted for the common protocol; nothing is cached",
-    )
+    parser.add_argument("--no-cache", action="store_true", help="rebuild the smoke corpus even when cached")
     args = parser.parse_args(argv)
-    prepare(args.scale, args.workspace, args.protected, setup=args.setup)
+    prepare(args.scale, args.workspace, args.protected, setup=args.setup, use_cache=not args.no_cache)
 
 
 if __name__ == "__main__":
