@@ -87,7 +87,9 @@ def score_workspace(
         metadata={"environment": environment.name, "scale": scale, "kind": "cli-score"},
     )
     with tempfile.TemporaryDirectory(prefix="rebench-score-") as temporary_log_dir:
-        [log] = inspect_eval(task, model="none", display="none", log_dir=log_dir or temporary_log_dir)
+        # No control server (Inspect's endpoint for watching a running eval): one scoring run has nobody to watch
+        # it, and starting one costs a command-line call about half a second.
+        [log] = inspect_eval(task, model="none", display="none", log_dir=log_dir or temporary_log_dir, ctl_server=False)
         final = _final_metadata(log)
     entry = ScoreEntry.model_validate(final["score_log"][-1])
     return {

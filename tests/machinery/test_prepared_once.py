@@ -156,6 +156,27 @@ def test_a_timed_smoke_environment_normalises_against_anchors_measured_at_setup(
     assert unmeasured["anchors"]["provenance"] == "fixed" and unmeasured["normalised"] == pytest.approx(4.32, abs=0.01)
 
 
+def test_a_score_call_starts_no_control_server(toy_environment, tmp_path, monkeypatch):
+    # Inspect starts an HTTP control server for every eval unless told not to: about half a second of each
+    # `rebench score` call, for an endpoint nobody watches.
+    from inspect_ai._control.server import ControlServer
+
+    from rebench_inspect.runtime.workspace_score import score_workspace
+
+    started = []
+
+    async def start(server: ControlServer) -> None:
+        started.append(server)
+        raise OSError("a control server was started")
+
+    monkeypatch.setattr(ControlServer, "start", start)
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "answer.txt").write_text("5")
+    assert score_workspace(toy_environment.at("smoke"), tmp_path / "ws")["valid"]
+    assert started == []
+
+
 @pytest.mark.parametrize("name", ["fix_embedding", "restricted_mlm", "scaling_law"])
 def test_a_preparation_program_imports_torch_only_to_build(name):
     # Every sample's setup runs its environment's preparation program; with the assets cached, it needs no torch,
