@@ -39,7 +39,8 @@ def judge_model(reply: str, prompts: list[str]):
 @pytest.fixture(scope="module")
 def protected_listing(tmp_path_factory):
     """A run that lists the protected folder, its log, and the judge's prompts, scanned online by the monitor."""
-    from tests.conftest import scripted_agent, toy_spec
+    from rebench_inspect.testing.scripted import scripted_agent
+    from tests.conftest import toy_spec
 
     log_dir = tmp_path_factory.mktemp("logs")
     prompts: list[str] = []
@@ -87,7 +88,8 @@ def test_offline_monitor_runs_only_with_a_scan_model(protected_listing, tmp_path
 
 def test_monitor_never_judges_a_run_with_the_model_that_ran_it(tmp_path):
     """Online without --scan-model, a scanner's model is the model under evaluation: the monitor declines."""
-    from tests.conftest import scripted_agent, toy_spec
+    from rebench_inspect.testing.scripted import scripted_agent
+    from tests.conftest import toy_spec
 
     task = build_task(toy_spec().at("smoke"), sandbox="local", time_budget_hours=0.1)
     agent = scripted_agent([tool_call("bash", command="ls")])

@@ -58,7 +58,7 @@ def test_a_task_with_an_anchors_file_scores_on_them_and_the_report_keeps_them_ap
 
     from rebench_inspect.runtime.task import build_task
     from rebench_inspect.tools.report import make_report
-    from tests.conftest import tool_call
+    from rebench_inspect.testing.scripted import tool_call
 
     path = tmp_path / "anchors.json"
     # measured here: start 20 s, reference 5 s (the toy's own anchors are 10 s and 5 s)
