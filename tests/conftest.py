@@ -46,6 +46,8 @@ def toy_spec() -> EnvironmentSpec:
 # - marked `holds_the_agents_process_slots`: its agent uses up its uid's process limit, which the kernel counts across
 #   every container on the host (README, security model), leaving none for another sample's agent.
 # A readers-writer lock over two files: the turnstile lets a waiting exclusive test in before later shared ones.
+# Not reentrant across processes: never start pytest from a process that holds it (a wrapper holding it shared).
+# A waiting exclusive test then holds the turnstile, the inner pytest waits for it, and nothing moves again.
 _HOST_LOCKS = Path(tempfile.gettempdir()) / "rebench-tests-host-lock"
 
 
