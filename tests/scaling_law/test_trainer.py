@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,11 @@ def test_setup_at_full_scale_never_downloads(tmp_path):
         ENVIRONMENT, tmp_path / "ws", tmp_path / "protected", scale="full", timeout=120
     )
     assert completed.returncode != 0 and "built into the image" in completed.stderr
+
+
+def test_the_trainers_user_can_read_the_data(prepared):
+    # In a container the trainer runs as its own user. Copying the prepared-assets cache's entry folder once gave the
+    # data folder the entry's root-only mode, and every experiment failed in Docker; locally the user is the same.
+    data = prepared["trainer"] / "data"
+    assert stat.S_IMODE(data.stat().st_mode) & 0o005 == 0o005
+    assert all(stat.S_IMODE(path.stat().st_mode) & 0o004 for path in data.iterdir())

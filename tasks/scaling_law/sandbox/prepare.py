@@ -89,7 +89,11 @@ def copy_smoke_data(data_dir: Path, *, rebuild: bool = False) -> None:
     setup makes a fresh trainer folder, and generating the corpus takes seconds."""
     key = content_key([Path(__file__), Path(lm_common.__file__).parent], "smoke", SMOKE_CORPUS)
     entry, _ = cached_entry(cache_entry("scaling_law", "smoke", key), build_smoke_data, rebuild=rebuild)
-    shutil.copytree(entry, data_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(COMPLETE))
+    # File by file: copying the folder would give data_dir the entry's root-only mode, and the trainer's user
+    # reads the data.
+    for source in entry.iterdir():
+        if source.name != COMPLETE:
+            shutil.copyfile(source, data_dir / source.name)
 
 
 def build_full_data(data_dir: Path) -> None:
