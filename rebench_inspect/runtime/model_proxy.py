@@ -8,15 +8,23 @@ a rebench *service*: a factory `(SandboxLayout, purpose: "agent"|"scoring") -> A
 model>}` (`REBENCH_HELPER_MODEL` here) for the scoring program's environment.
 
 A closed door (threat model: any process in the sandbox may try to call it, or to answer in its place):
-- every opening gets a fresh random port and a fresh random key; a request is served only when it carries the key
-  in the `X-Rebench-Proxy-Key` header (the harness's clients send their API key there); the key of a scoring run
-  goes only to the scoring program's environment, the agent's key only to `<workspace>/model_api.env`;
+- a door is one bridge on a fresh random port: the agent's, open from setup to cleanup, and a sample's scoring
+  door, opened at its first scoring run and shared by all of them (opening a bridge costs about a second: Inspect
+  starts its sandbox tools' proxy, and stops it at closing), closed at the sample's cleanup;
+- every run (the agent's, each scoring run) gets a fresh random key; a request is served only when it carries the
+  key of a run open on that door, in the `X-Rebench-Proxy-Key` header (the harness's clients send their API key
+  there): a scoring run's key is refused from the moment its run ends. The key of a scoring run goes only to the
+  scoring program's environment, the agent's key only to `<workspace>/model_api.env`;
 - once open, the harness checks inside the sandbox that whoever listens on the port is the bridge's own user (not
   a process that bound the port first, e.g. the agent's); a port it cannot bind or that someone else holds is an
   infrastructure error (the sample errors), never a silent fallback;
 - with `record_responses`, every completion a scoring run served is written to a root-only folder of the protected
   directory (`$REBENCH_MODEL_RESPONSES_DIR`, one JSON list of texts per call), so the scoring program can tell
   which returned programs came from the model.
+
+A scoring door's model calls appear in the transcript in one span, "<role> model: scoring runs' calls", opened
+inside the first scoring run, not under each run's own: the bridge serves them from the task that holds the door
+open. Each run's own account is in the ledger.
 
 Routing: every request, whatever model name it asks for (including "inspect"), goes to
 `get_model(role=role, default=default_model)`; with no default the role is required. It never falls back to the
@@ -41,8 +49,10 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
 import anyio
 from inspect_ai.agent import sandbox_agent_bridge
@@ -54,7 +64,9 @@ from inspect_ai.model import (
     get_model,
     get_model_info,
 )
-from inspect_ai.util import SandboxEnvironment, sandbox, store
+from inspect_ai.util import SandboxEnvironment, sandbox, span, store
+
+from .held import HeldContext
 
 Purpose = Literal["agent", "scoring"]
 
@@ -65,6 +77,9 @@ PROXY_KEY_HEADER = "X-Rebench-Proxy-Key"
 RESPONSES_DIR_VARIABLE = "REBENCH_MODEL_RESPONSES_DIR"
 DEFAULT_BUDGET_USD = 500.0
 LISTEN_CHECK_TIMEOUT_S = 30
+# A sample's scoring runs share one door (opening a bridge costs a scoring run about a second): this many runs, each
+# with a key of its own, then a fresh door.
+SCORING_KEYS_PER_DOOR = 256
 
 _BRIDGES_OPENING = anyio.Lock()
 
@@ -215,6 +230,34 @@ class _Run:
         }
 
 
+@dataclass
+class _Door:
+    """One bridge into a sandbox on a fresh random port, and the runs it serves now, by key (`ModelRoleProxy._door`)."""
+
+    purpose: Purpose
+    port: int
+    keys: list[str]  # drawn when it opens, one per run it can serve
+    issued: int = 0
+    runs: dict[str, _Run] = field(default_factory=dict)
+    retired: bool = False  # its keys are spent: it serves its open runs, then closes
+    held: HeldContext["_Door"] | None = None  # the task that holds a scoring door open across a sample's scoring runs
+
+    @property
+    def spent(self) -> bool:
+        return self.issued >= len(self.keys)
+
+    def issue_key(self) -> str:
+        if self.spent:
+            raise ProxyUnavailable("the model proxy's door has issued all its keys")
+        self.issued += 1
+        return self.keys[self.issued - 1]
+
+
+# The run whose key let the request in, set by the door's filter for its response filter (both run in the request's
+# own task, one after the other).
+_SERVING: ContextVar[_Run | None] = ContextVar("rebench_model_proxy_serving", default=None)
+
+
 def _header(config: GenerateConfig, name: str) -> str | None:
     for key, value in (config.extra_headers or {}).items():
         if key.lower() == name.lower():
@@ -254,6 +297,11 @@ class ModelRoleProxy:
         self.scoring_budget_usd = None if scoring_budget_usd is None else float(scoring_budget_usd)
         self.env_file_name = env_file_name
         self.record_responses = record_responses
+        self.scoring_keys_per_door = SCORING_KEYS_PER_DOOR
+        self.scoring_door_span = f"{role} model: scoring runs' calls"
+        # Each sample's scoring door, by the sandbox it serves (gone with the sample's sandboxes).
+        self._scoring_doors: WeakKeyDictionary[SandboxEnvironment, _Door] = WeakKeyDictionary()
+        self._scoring_doors_lock = anyio.Lock()
 
     def __call__(self, layout: Any, purpose: Purpose) -> AbstractAsyncContextManager[dict[str, str]]:
         return self.open(layout, purpose)
@@ -310,15 +358,21 @@ class ModelRoleProxy:
             f"${run.spent_usd:.4f} of ${limit:.2f} over {run.calls} calls. Further calls are refused."
         )
 
-    def _check_key(self, run: _Run, config: GenerateConfig) -> None:
-        if not secrets.compare_digest(_header(config, PROXY_KEY_HEADER) or "", run.key):
+    def _check_key(self, door: "_Door", config: GenerateConfig) -> _Run:
+        """The run open on `door` whose key the request carries; else the request is refused and counted against the
+        door's open runs and the ledger."""
+        given = _header(config, PROXY_KEY_HEADER) or ""
+        for run in list(door.runs.values()):
+            if secrets.compare_digest(given, run.key):
+                return run
+        for run in door.runs.values():
             run.unauthorised += 1
-            ledger = self._ledger()
-            ledger.setdefault("unauthorised", {"agent": 0, "scoring": 0})[run.purpose] += 1
-            self._save(ledger)
-            raise PermissionError(
-                f"This endpoint serves only requests that carry its key in the {PROXY_KEY_HEADER} header."
-            )
+        ledger = self._ledger()
+        ledger.setdefault("unauthorised", {"agent": 0, "scoring": 0})[door.purpose] += 1
+        self._save(ledger)
+        raise PermissionError(
+            f"This endpoint serves only requests that carry its key in the {PROXY_KEY_HEADER} header."
+        )
 
     def record(self, purpose: Purpose, model: Model, output: ModelOutput) -> float:
         """Add the call to the ledger; returns its price in dollars."""
@@ -392,17 +446,67 @@ class ModelRoleProxy:
 
     @asynccontextmanager
     async def open(self, layout: Any, purpose: Purpose) -> AsyncIterator[dict[str, str]]:
+        """The agent's door (its own bridge, for as long as the block runs), or one scoring run on the sample's
+        scoring door: a fresh key that the door serves while the block runs, with an allowance of its own."""
+        if purpose == "agent":
+            async with (
+                self._door(layout, "agent", keys=1) as door,
+                self._admitted(layout, door, door.issue_key()) as env,
+            ):
+                await self._announce(layout, env)
+                yield env
+            return
+        door, key = await self._scoring_door(layout)
+        try:
+            async with self._admitted(layout, door, key) as env:
+                yield env
+        finally:
+            if door.retired and not door.runs:
+                await self._close_door(door)
+
+    async def close_for_sample(self, layout: Any) -> None:
+        """Close the scoring doors this sample opened (the task's cleanup calls it; no-op where none opened)."""
+        boxes = {id(_box(layout)): _box(layout)}
+        scoring_layout = getattr(layout, "scoring_layout", None)
+        if getattr(layout, "scoring_service", None) is not None and scoring_layout is not None:
+            boxes[id(_box(scoring_layout))] = _box(scoring_layout)
+        for box in boxes.values():
+            door = self._scoring_doors.pop(box, None)
+            if door is not None:
+                await self._close_door(door)
+
+    async def _scoring_door(self, layout: Any) -> tuple["_Door", str]:
+        """The door the sample's scoring runs share in `layout`'s sandbox (opened at its first scoring run) and the
+        next of its keys; a door whose keys are all issued is retired (closed when its last run ends) for a new one."""
+        box = _box(layout)
+        async with self._scoring_doors_lock:
+            door = self._scoring_doors.get(box)
+            if door is None or door.spent:
+                if door is not None:
+                    door.retired = True
+                    if not door.runs:
+                        await self._close_door(door)
+                opening = self._door(layout, "scoring", keys=self.scoring_keys_per_door)
+                held = HeldContext(opening, name="rebench-scoring-door")
+                # Its calls, whichever run makes them, are logged in the span it opens in (module docstring).
+                async with span(self.scoring_door_span):
+                    door = await held.start()
+                door.held = held
+                self._scoring_doors[box] = door
+            return door, door.issue_key()
+
+    async def _close_door(self, door: "_Door") -> None:
+        if door.held is not None:
+            held, door.held = door.held, None
+            await held.stop()
+
+    @asynccontextmanager
+    async def _door(self, layout: Any, purpose: Purpose, keys: int) -> AsyncIterator["_Door"]:
+        """A bridge into `layout`'s sandbox on a fresh random port that serves a request only when it carries the key
+        of a run open on it (`_admitted`). The bridge forwards only the header values listed when it opens, so the
+        door's keys are drawn then, one per run it will serve."""
         model = self.role_model()
-        run = _Run(purpose=purpose, port=self._port(layout), key=secrets.token_urlsafe(32))
-        env = {
-            "OPENAI_BASE_URL": f"http://localhost:{run.port}/v1",
-            "OPENAI_API_KEY": run.key,
-            "REBENCH_PROXY_KEY": run.key,
-            self.model_variable: str(model),
-        }
-        if purpose == "scoring" and self.record_responses:
-            await self._make_responses_dir(layout, run)
-            env[RESPONSES_DIR_VARIABLE] = str(run.responses_dir)
+        door = _Door(purpose=purpose, port=self._port(layout), keys=[secrets.token_urlsafe(32) for _ in range(keys)])
 
         async def door_and_budget(
             requested: Model,
@@ -411,39 +515,60 @@ class ModelRoleProxy:
             tool_choice: Any,
             config: GenerateConfig,
         ) -> GenerateInput:
-            self._check_key(run, config)
+            run = self._check_key(door, config)
             self._check_run(run)
-            self.check(purpose)
+            self.check(run.purpose)
             run.requests += 1
+            _SERVING.set(run)  # for `account`, which runs next in this request's task
             return GenerateInput(messages, tools, tool_choice, _without_header(config, PROXY_KEY_HEADER))
 
         async def account(requested: Model, output: ModelOutput, request: GenerateInput) -> None:
+            run = _SERVING.get()
+            if run is None:
+                return
             try:
-                cost = self.record(purpose, requested, output)
+                cost = self.record(run.purpose, requested, output)
             except Exception:  # noqa: BLE001 - accounting must never fail the sample
                 cost = 0.0
             run.calls += 1
             run.spent_usd += cost
-            await self._record_response(layout, run, output)
+            if door.runs.get(run.key) is run:  # a call that outlived its run leaves no record in its (removed) folder
+                await self._record_response(layout, run, output)
 
+        async with one_opening_at_a_time(
+            sandbox_agent_bridge(
+                model_resolver=lambda name: model,
+                filter=door_and_budget,
+                response_filter=account,
+                port=door.port,
+                forward_generation_config=True,
+                forward_client_headers={PROXY_KEY_HEADER.lower(): door.keys},
+                sandbox=getattr(layout, "sandbox_name", None),
+            )
+        ):
+            await self._check_listener(layout, door.port)
+            yield door
+
+    @asynccontextmanager
+    async def _admitted(self, layout: Any, door: "_Door", key: str) -> AsyncIterator[dict[str, str]]:
+        """One run on `door` with `key` (one of the door's, issued for it): served until the block ends; yields the
+        run's environment variables."""
+        run = _Run(purpose=door.purpose, port=door.port, key=key)
+        env = {
+            "OPENAI_BASE_URL": f"http://localhost:{run.port}/v1",
+            "OPENAI_API_KEY": run.key,
+            "REBENCH_PROXY_KEY": run.key,
+            self.model_variable: str(self.role_model()),
+        }
         try:
-            async with one_opening_at_a_time(
-                sandbox_agent_bridge(
-                    model_resolver=lambda name: model,
-                    filter=door_and_budget,
-                    response_filter=account,
-                    port=run.port,
-                    forward_generation_config=True,
-                    forward_client_headers={PROXY_KEY_HEADER.lower(): [run.key]},
-                    sandbox=getattr(layout, "sandbox_name", None),
-                )
-            ):
-                await self._check_listener(layout, run.port)
-                if purpose == "agent":
-                    await self._announce(layout, env)
-                yield env
+            if run.purpose == "scoring" and self.record_responses:
+                await self._make_responses_dir(layout, run)
+                env[RESPONSES_DIR_VARIABLE] = str(run.responses_dir)
+            door.runs[run.key] = run
+            yield env
         finally:
-            if purpose == "scoring":
+            door.runs.pop(run.key, None)  # its key is refused from now on
+            if run.purpose == "scoring":
                 ledger = self._ledger()
                 ledger.setdefault("scoring_runs", []).append(run.summary())
                 self._save(ledger)

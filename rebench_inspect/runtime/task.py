@@ -1,6 +1,5 @@
 """Turn an environment resolved at a scale (`ResolvedEnvironment`) into an Inspect `Task`: one builder for all."""
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -14,6 +13,7 @@ from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.register import task_version
 from .agent import rebench_agent
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, checked_parameters
+from .held import HeldContext
 from .layout import SandboxLayout, detect_layout
 from .measured_anchors import measure_anchors as measure_anchors_here
 from .measured_anchors import measures_anchors
@@ -73,43 +73,9 @@ def render_instructions(
     )
 
 
-class AgentServices:
-    """The services beside the agent's run, held open by a task of their own.
-
-    The setup step opens them and the task's cleanup closes them, so any `--solver` (a human, a custom agent) gets
-    them; those two steps run in different asyncio tasks, and a service's context (task groups, cancel scopes)
-    must be entered and exited in one task, hence the holder.
-    """
-
-    def __init__(self, services: Sequence[SandboxService], layout: SandboxLayout) -> None:
-        self._services, self._layout = services, layout
-        self._stop = asyncio.Event()
-        self._holder: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        async def hold() -> None:
-            try:
-                async with open_services(self._services, self._layout, "agent"):
-                    opened.set_result(None)
-                    await self._stop.wait()
-            except BaseException as ex:
-                if opened.done():
-                    raise
-                opened.set_exception(ex)
-
-        self._holder = asyncio.create_task(hold(), name="rebench-agent-services")
-        await opened
-
-    async def stop(self) -> None:
-        self._stop.set()
-        if self._holder is not None:
-            await self._holder
-
-
-# By sample uuid, from setup to cleanup.
-_agent_services: dict[str, AgentServices] = {}
+# By sample uuid, from setup to cleanup: the agent's services, held open by a task of their own (`HeldContext`), so
+# that any `--solver` (a human, a custom agent) gets them.
+_agent_services: dict[str, HeldContext[dict[str, str]]] = {}
 
 
 @solver
@@ -134,7 +100,7 @@ def rebench_setup(
         if measure_anchors:
             state_store.anchors = await measure_anchors_here(environment, layout, services)
         if services:
-            held = AgentServices(services, layout)
+            held = HeldContext(open_services(services, layout, "agent"), name="rebench-agent-services")
             await held.start()
             _agent_services[state.uuid] = held
         # Instructions name the workspace, which is only known now for the local sandbox.
@@ -149,11 +115,21 @@ def rebench_setup(
     return solve
 
 
-def close_agent_services() -> Callable[[TaskState], Awaitable[None]]:
+def close_sample_services(services: Sequence[SandboxService]) -> Callable[[TaskState], Awaitable[None]]:
+    """The task's cleanup: the agent's services, then what a service kept open across the sample's scoring runs
+    (`close_for_sample`, e.g. a model proxy's scoring door)."""
+
     async def cleanup(state: TaskState) -> None:
         held = _agent_services.pop(state.uuid, None)
         if held is not None:
             await held.stop()
+        layout = rebench_state().layout
+        if layout is None:
+            return
+        for service in services:
+            close_for_sample = getattr(service, "close_for_sample", None)
+            if close_for_sample is not None:
+                await close_for_sample(layout)
 
     return cleanup
 
@@ -260,7 +236,7 @@ def build_task(
             instruction_fields,
             measures_anchors(environment),
         ),
-        cleanup=close_agent_services() if services else None,
+        cleanup=close_sample_services(services) if services else None,
         solver=rebench_agent(),
         scorer=rebench_scorer(environment, services),
         sandbox=sandbox_spec(environment, parameters.sandbox),

@@ -82,6 +82,7 @@ def score_workspace(
             measure_anchors and measures_anchors(environment),
         ),
         scorer=environment_task.scorer,
+        cleanup=environment_task.cleanup,  # closes what the scoring opened for the sample (a model proxy's door)
         sandbox="local",
         model_roles={**(environment_task.model_roles or {}), **(model_roles or {})},
         metadata={"environment": environment.name, "scale": scale, "kind": "cli-score"},
