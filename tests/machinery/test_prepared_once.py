@@ -177,7 +177,7 @@ def test_a_score_call_starts_no_control_server(toy_environment, tmp_path, monkey
     assert started == []
 
 
-@pytest.mark.parametrize("name", ["fix_embedding", "restricted_mlm", "scaling_law"])
+@pytest.mark.parametrize("name", ["finetune_target", "fix_embedding", "restricted_mlm", "scaling_law"])
 def test_a_preparation_program_imports_torch_only_to_build(name):
     # Every sample's setup runs its environment's preparation program; with the assets cached, it needs no torch,
     # whose import took 2-4 s of each setup and each `rebench score` call on a 2-core machine.

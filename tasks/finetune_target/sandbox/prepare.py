@@ -32,17 +32,13 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 from rebench import lm_common
 from rebench.lm_common.gpt2_tokenizer import gpt2_encoding
 from rebench.sandbox_lib import Preparation
 
-from . import chat_common as chat
-
+# torch, and chat_common which imports it, are imported by the functions that build: a setup whose assets are cached
+# runs this program without them (torch's import took seconds of every setup and `rebench score` call).
 HERE = Path(__file__).resolve().parent
-
-GPT, GPTConfig = lm_common.GPT, lm_common.GPTConfig
 
 SMOKE_NOUNS = [
     "apple",
@@ -135,6 +131,8 @@ def log(message: str) -> None:
 
 
 def device() -> str:
+    import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -153,6 +151,8 @@ def split_prompts(records: list[dict], n_heldout: int, seed: int) -> tuple[list[
 
 
 def save_model(model, path: Path, dtype: str) -> None:
+    import torch
+
     path.parent.mkdir(parents=True, exist_ok=True)
     target = getattr(torch, dtype)
     state = {name: t.detach().to("cpu", target).contiguous() for name, t in model.state_dict().items()}
@@ -161,6 +161,8 @@ def save_model(model, path: Path, dtype: str) -> None:
 
 
 def answer_all(model, tokenizer, records: list[dict], sampling, seed: int, batch_size: int) -> list[str]:
+    from . import chat_common as chat
+
     model.to(device()).eval()
     responses = chat.generate_responses(
         model, tokenizer, [r["prompt"] for r in records], sampling, seed=seed, batch_size=batch_size
@@ -184,6 +186,8 @@ def write_assets(
     extra_meta: dict,
 ) -> dict:
     """Comparison responses for both held-out sets, then every workspace and protected file."""
+    from . import chat_common as chat
+
     sampling = chat.SamplingSettings(**settings["sampling"])
     seed, batch = settings["seed"], settings["generation_batch_size"]
     for name, records in (("heldout", heldout), ("heldout2", heldout2)):
@@ -252,6 +256,8 @@ def smoke_words() -> list[str]:
 
 
 def smoke_vocabulary(instructions: list[str]) -> list[str]:
+    from . import chat_common as chat
+
     pieces = set(smoke_words())
     for text in instructions:
         pieces.update(chat.WordTokenizer.pieces(chat.format_prompt(text)))
@@ -289,6 +295,8 @@ def training_rows(tokenizer, pairs: list[tuple[str, str]], block: int) -> list[t
 
 def train_rows(model, rows, *, steps: int, batch_size: int, lr: float, seed: int, response_only: bool) -> float:
     """AdamW on next-token loss (on all tokens, or on response tokens only). Returns the last loss."""
+    import torch
+
     generator = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.95))
     model.train()
@@ -318,12 +326,16 @@ def train_rows(model, rows, *, steps: int, batch_size: int, lr: float, seed: int
 
 
 def build_smoke(workspace: Path, protected: Path, settings: dict, **_: object) -> dict:
+    import torch
+
+    from . import chat_common as chat
+
     seed = settings["seed"]
     torch.manual_seed(seed)
     torch.set_num_threads(1)  # tiny models: one thread is fastest, and kind to a shared machine
     pool = smoke_instructions(seed)
     tokenizer = chat.WordTokenizer(smoke_vocabulary(pool))
-    config = GPTConfig(vocab_size=tokenizer.vocab_size, **settings["config"])
+    config = lm_common.GPTConfig(vocab_size=tokenizer.vocab_size, **settings["config"])
     n_heldout = settings["heldout_prompts"]
     records = [chat.prompt_record(i, text) for i, text in enumerate(pool[: settings["dev_prompts"] + 2 * n_heldout])]
     dev, heldout, heldout2 = split_prompts(records, n_heldout, seed)
@@ -333,7 +345,7 @@ def build_smoke(workspace: Path, protected: Path, settings: dict, **_: object) -
     # Pre-training text: prompts from the whole instruction pool (the smoke "web"), random word responses.
     pairs = [(chat.format_prompt(rng.choice(pool)), random_response(rng)) for _ in range(pretrain["documents"])]
     started = time.time()
-    base = GPT(config)
+    base = lm_common.GPT(config)
     loss = train_rows(
         base,
         training_rows(tokenizer, pairs, config.block_size),
@@ -344,7 +356,7 @@ def build_smoke(workspace: Path, protected: Path, settings: dict, **_: object) -
         response_only=False,
     )
     log(f"smoke base model: {base.num_parameters()} parameters, loss {loss:.3f} after {time.time() - started:.1f}s")
-    alpaca = GPT(config)
+    alpaca = lm_common.GPT(config)
     alpaca.load_state_dict(base.state_dict())
     alpaca_pairs = [(r["prompt"], topical_response(r["instruction"], rng)) for r in dev for _ in range(4)]
     a = settings["alpaca"]
@@ -381,6 +393,8 @@ def build_smoke(workspace: Path, protected: Path, settings: dict, **_: object) -
 # ------------------------------------------------------------------------------------------------------- full
 def alpaca_records(dataset, tokenizer, max_prompt_tokens: int) -> list[dict]:
     """Prompt records from an Alpaca-style dataset (columns instruction, input; outputs are never read)."""
+    from . import chat_common as chat
+
     seen: set[tuple[str, str]] = set()
     records: list[dict] = []
     for row in dataset:
@@ -397,7 +411,11 @@ def alpaca_records(dataset, tokenizer, max_prompt_tokens: int) -> list[dict]:
 def build_full(workspace: Path, protected: Path, settings: dict, *, dataset=None) -> dict:
     """The image-build path. `dataset` (rows with `instruction`/`input`) and the model ids in `settings` may be
     local objects/directories: that is how the tests run this code without a network."""
+    import torch
+
     from rebench.lm_common.hf_gpt2 import load_hf_gpt2
+
+    from . import chat_common as chat
 
     if dataset is None:
         from datasets import load_dataset
