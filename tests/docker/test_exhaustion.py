@@ -84,9 +84,9 @@ def test_an_agent_holding_every_process_slot_cannot_stop_the_final_score(name, s
     assert entries(sample)[-1]["valid"], entries(sample)[-1]
 
 
-# Open (issue 21): Inspect installs its sandbox services at a fixed path in /var/tmp (`SERVICES_DIR`), so the model
-# proxy a scoring run opens in the agent's container (finetune_target's judge) cannot be written once the agent filled
-# /var/tmp, and the sample errors. Environments that score apart open it in the scoring service.
+# Open (issue 21): Inspect keeps its sandbox services at a fixed path in /var/tmp (`SERVICES_DIR`), so the model
+# proxy's calls in the agent's container (finetune_target's judge: each call is a request file there) fail once the
+# agent filled /var/tmp, and the sample errors. Environments that score apart open it in the scoring service.
 SERVICES_IN_THE_AGENTS_TEMP = {"finetune_target"}
 
 
