@@ -18,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..runtime.sandbox import local_problems
     from ..tools.prepared import print_listing, sweep_leftovers, warm
+    from .score import local_task
 
     failed = False
     for name in args.environments:
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
             failed = True
             continue
         print(f"{name}: preparing at {args.scale} scale and scoring the starting solution once…", flush=True)
-        result = warm(ENVIRONMENTS[name].at(args.scale))
+        result = warm(ENVIRONMENTS[name].at(args.scale), local_task(name, args.scale))
         verdict = "valid" if result["valid"] else "INVALID"
         print(f"{name}: prepared in {result['seconds']:.0f} s (starting solution {verdict})")
     sweep_leftovers()

@@ -2,10 +2,14 @@
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from ..spec.choices import not_one_of
 from ..spec.scales import SCALES
 from .arguments import CommandLineError, add_environment, existing_directory, existing_file, role_assignment
+
+if TYPE_CHECKING:
+    from inspect_ai import Task
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -36,17 +40,23 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     score.set_defaults(run=run)
 
 
+def local_task(name: str, scale: str, anchors: str | None = None) -> "Task":
+    """The environment's own task on the local sandbox (its services, model roles and instruction fields): what
+    `rebench score` and `rebench prepare` score with."""
+    from rebench.environments import TASKS
+
+    return TASKS[name](scale=scale, sandbox="local", agent_user=None, anchors=anchors)
+
+
 def run(args: argparse.Namespace) -> int:
-    from rebench.environments import ENVIRONMENTS, TASKS
+    from rebench.environments import ENVIRONMENTS
 
     from ..runtime.environment_task import TaskParameterError
     from ..runtime.workspace_score import score_workspace
 
     environment = ENVIRONMENTS[args.environment]
     try:
-        environment_task = TASKS[environment.name](
-            scale=args.scale, sandbox="local", agent_user=None, anchors=args.anchors
-        )
+        environment_task = local_task(environment.name, args.scale, args.anchors)
     except TaskParameterError as ex:  # an anchors file for another environment or scale, or not one at all
         raise CommandLineError(f"--anchors: {ex}") from None
     roles = dict(args.model_role)

@@ -10,11 +10,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rebench.sandbox_lib.cache import COMPLETE, entry_lock, is_complete, remove_leftovers
 from rebench.sandbox_lib.paths import cache_root
 
 from ..spec.environment import ResolvedEnvironment
+
+if TYPE_CHECKING:
+    from inspect_ai import Task
 
 
 @dataclass(frozen=True)
@@ -108,12 +112,12 @@ def print_listing(root: Path | None = None) -> None:
     print(f"  {format_size(sum(item.size_bytes for item in items)):>10}  in all")
 
 
-def warm(environment: ResolvedEnvironment) -> dict:
-    """Prepare the environment on the local sandbox and score its starting solution once (the result); measured
-    anchors are left to the runs that use them (they are not cached: they hold for the machine's load of the
-    moment)."""
+def warm(environment: ResolvedEnvironment, environment_task: "Task") -> dict:
+    """Prepare the environment on the local sandbox and score its starting solution once with `environment_task`
+    (the environment's own task: its services and instruction fields) (the result); measured anchors are left to the
+    runs that use them (they are not cached: they hold for the machine's load of the moment)."""
     from ..runtime.workspace_score import score_workspace
 
     started = time.monotonic()
-    result = score_workspace(environment, None, measure_anchors=False)
+    result = score_workspace(environment, None, environment_task, measure_anchors=False)
     return {**result, "seconds": round(time.monotonic() - started, 1)}

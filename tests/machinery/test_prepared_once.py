@@ -84,7 +84,9 @@ def test_prepare_warms_the_cache_once_sweeps_killed_builds_and_lists_entries_wit
 
     environment, builds = counting_toy
     monkeypatch.setitem(ENVIRONMENTS, "toy", environment)
-    monkeypatch.setitem(TASKS, "toy", lambda scale="full", **kwargs: build_task(environment.at(scale), **kwargs))
+    monkeypatch.setitem(
+        TASKS, "toy", lambda scale="full", anchors=None, **kwargs: build_task(environment.at(scale, anchors), **kwargs)
+    )
     monkeypatch.setattr(cli.arguments, "environment_names", lambda: sorted(ENVIRONMENTS))
     killed = tmp_path / "cache" / "toy" / ".smoke-0123456789abcdef.build-killed"
     (killed / "protected").mkdir(parents=True)
@@ -98,6 +100,16 @@ def test_prepare_warms_the_cache_once_sweeps_killed_builds_and_lists_entries_wit
     size, unit, entry, state = listing[-2].split(maxsplit=3)
     assert entry.startswith("toy/smoke-") and state.startswith("(complete, built in") and unit in ("B", "KB")
     assert listing[-1].split()[2:] == ["in", "all"]
+
+
+def test_prepare_scores_with_the_environments_own_task(tmp_path, monkeypatch, capsys):
+    # rust_codecontests' scoring needs its model proxy (a service) and its instructions a run field (the API
+    # budget): warming its cache once ran a bare task without either, and failed with a traceback.
+    from rebench_inspect import cli
+
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    assert cli.main(["prepare", "rust_codecontests"]) == 0
+    assert "rust_codecontests: prepared in" in capsys.readouterr().out
 
 
 def built_entries(cache: Path) -> dict[str, int]:
