@@ -51,7 +51,7 @@ def test_a_busy_machine_still_sees_the_reference_reach_one_and_the_start_stay_lo
     assert start["valid"] and reference["valid"], (start, reference)
     # The scores a report shows (clipped to [0, 1]): the reference reaches the smoke reference, as the Docker tier
     # asks, and the start stays well below it. One busy run measured start 53-68 ms and reference 8-11 ms at setup
-    # (idle: 15.9 and 2.0), then scored the start at 37 ms (0.27) and the reference at 10.6 ms (0.96); against the
+    # (idle: 15.9 and 2.0, the fixed anchors then), then scored the start at 37 ms (0.27) and the reference at 10.6 ms (0.96); against the
     # fixed anchors that reference scores 0.2.
     assert start["normalised"] <= 0.5, start
     assert reference["normalised"] >= 0.75, reference

@@ -27,6 +27,7 @@ SCALES: dict[str, dict[str, Any]] = {
         "min_ms": 0.16,
         "interpret": False,
         "cpu_threads": None,  # PyTorch's default
+        "malloc_env": {},
     },
     "smoke": {
         "device": "cpu",
@@ -39,6 +40,10 @@ SCALES: dict[str, dict[str, Any]] = {
         "interpret": True,
         # One intra-op thread: on a small shared CPU, OpenMP oversubscription makes timings swing a hundredfold.
         "cpu_threads": 1,
+        # glibc keeps freed memory instead of returning it to the system (measured on the 2-core machine: a PyTorch
+        # solution's megabytes of temporaries were mapped anew, page by page, at every call; its median swung
+        # 13.7-33 ms between runs, and 11.7-13.2 ms with these; benchmarks/kernel_scoring_noise.py).
+        "malloc_env": {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "4294967296"},
     },
 }
 

@@ -177,6 +177,7 @@ class Worker:
             env["TRITON_INTERPRET"] = "1"
         if settings["cpu_threads"]:
             env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(settings["cpu_threads"])
+        env.update(settings["malloc_env"])
         arguments = ["--read-fd", str(to_child_r), "--write-fd", str(from_child_w), "--buffer-fd", str(buffer_fd)]
         arguments += ["--solution-dir", str(snapshot), "--scale", scale]
         # The worker starts in its code folder (its import path) and moves into the snapshot itself.
