@@ -362,7 +362,7 @@ class ModelRoleProxy:
         """The run open on `door` whose key the request carries; else the request is refused and counted against the
         door's open runs and the ledger."""
         given = _header(config, PROXY_KEY_HEADER) or ""
-        for run in list(door.runs.values()):
+        for run in door.runs.values():
             if secrets.compare_digest(given, run.key):
                 return run
         for run in door.runs.values():
@@ -466,11 +466,10 @@ class ModelRoleProxy:
 
     async def close_for_sample(self, layout: Any) -> None:
         """Close the scoring doors this sample opened (the task's cleanup calls it; no-op where none opened)."""
-        boxes = {id(_box(layout)): _box(layout)}
-        scoring_layout = getattr(layout, "scoring_layout", None)
-        if getattr(layout, "scoring_service", None) is not None and scoring_layout is not None:
-            boxes[id(_box(scoring_layout))] = _box(scoring_layout)
-        for box in boxes.values():
+        layouts = [layout]
+        if getattr(layout, "scoring_service", None) is not None:
+            layouts.append(layout.scoring_layout)
+        for box in {_box(each) for each in layouts}:
             door = self._scoring_doors.pop(box, None)
             if door is not None:
                 await self._close_door(door)
