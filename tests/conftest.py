@@ -4,8 +4,9 @@ import fcntl
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,23 +38,28 @@ def toy_spec() -> EnvironmentSpec:
     )
 
 
-# `.ci/run` runs two pytest sessions at once (the host tiers, and a Docker lane beside them). Two kinds of test run
-# alone on the host, and every other test holds a shared lock so that they can:
-# - marked `timed`: its assertion rests on a timed environment's wall-clock scoring times. The sample measures its
-#   smoke anchors at setup under the load of that moment; a test of the other lane starting or ending before it scores
-#   moves the time as much as the gap between start and reference (CI saw optimize_llm_foundry's reference score 0.03
-#   against 0.5 asked). On a test parametrised over environments (`environment` or `name`), only the timed ones'.
-# - marked `holds_the_agents_process_slots`: its agent uses up its uid's process limit, which the kernel counts across
-#   every container on the host (README, security model), leaving none for another sample's agent.
-# A readers-writer lock over two files: the turnstile lets a waiting exclusive test in before later shared ones.
-# Not reentrant across processes: never start pytest from a process that holds it (a wrapper holding it shared).
-# A waiting exclusive test then holds the turnstile, the inner pytest waits for it, and nothing moves again.
-_HOST_LOCKS = Path(tempfile.gettempdir()) / "rebench-tests-host-lock"
+# `.ci/run` runs two pytest sessions at once (the host tiers, and a Docker lane beside them). Two readers-writer locks
+# let the tests that need it run apart, every other test holding them shared:
+# - the host lock, taken alone by a test marked `timed`: its assertion rests on a timed environment's wall-clock
+#   scoring times. The sample measures its smoke anchors at setup under the load of that moment; a test of the other
+#   lane starting or ending before it scores moves the time as much as the gap between start and reference (CI saw
+#   optimize_llm_foundry's reference score 0.03 against 0.5 asked). On a test parametrised over environments
+#   (`environment` or `name`), only the timed ones'.
+# - the image agent's lock, held by `docker` tests only and taken alone by one marked `holds_the_agents_process_slots`:
+#   its agent uses up the process limit of the images' `agent` uid, which the kernel counts across every container
+#   on the host (README, security model), leaving none for another Docker test's agent. Host tests never run as that
+#   uid (their users take THROWAWAY_IDS below), so they go on beside it.
+# Each lock is two files: the turnstile lets a waiting exclusive test in before later shared ones. Locks are taken in
+# one order (host, then image agent), so two tests never wait for each other. Not reentrant across processes: never
+# start pytest from a process that holds one (a wrapper holding it shared): a waiting exclusive test then holds the
+# turnstile, the inner pytest waits for it, and nothing moves again.
+_TEST_LOCKS = Path(tempfile.gettempdir()) / "rebench-tests-locks"
+HOST = "host"
+IMAGE_AGENT = "image-agent-process-slots"
 
 
 def runs_alone(item: pytest.Item) -> bool:
-    if item.get_closest_marker("holds_the_agents_process_slots"):
-        return True
+    """Whether the test takes the host lock alone (see above)."""
     if item.get_closest_marker("timed") is None:
         return False
     params = item.callspec.params if hasattr(item, "callspec") else {}
@@ -66,20 +72,46 @@ def runs_alone(item: pytest.Item) -> bool:
     return spec.smoke_anchor_runs > 0
 
 
+def locks_held(item: pytest.Item) -> list[tuple[str, bool]]:
+    """The locks a test holds while it runs, in the order taken, each with whether it takes it alone."""
+    locks = [(HOST, runs_alone(item))]
+    if item.get_closest_marker("docker"):
+        locks.append((IMAGE_AGENT, item.get_closest_marker("holds_the_agents_process_slots") is not None))
+    return locks
+
+
 @contextmanager
-def host_wide(exclusive: bool) -> Iterator[None]:
-    _HOST_LOCKS.mkdir(exist_ok=True)
-    with open(_HOST_LOCKS / "turnstile", "a") as turnstile, open(_HOST_LOCKS / "tests", "a") as tests:
+def holding(lock: str, exclusive: bool) -> Iterator[None]:
+    _TEST_LOCKS.mkdir(exist_ok=True)
+    with open(_TEST_LOCKS / f"{lock}.turnstile", "a") as turnstile, open(_TEST_LOCKS / lock, "a") as held:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
-        fcntl.flock(tests, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
         yield
 
 
+# Seconds each test waited for the locks, for the session's summary: a slow CI says how much of it was waiting.
+_LOCK_WAITS: dict[str, float] = {}
+
+
 @pytest.fixture(autouse=True)
-def alone_on_the_host_where_marked(request) -> Iterator[None]:
-    with host_wide(exclusive=runs_alone(request.node)):
+def apart_where_marked(request) -> Iterator[None]:
+    with ExitStack() as held:
+        asked = time.monotonic()
+        for lock, exclusive in locks_held(request.node):
+            held.enter_context(holding(lock, exclusive))
+        _LOCK_WAITS[request.node.nodeid] = time.monotonic() - asked
         yield
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    waits = sorted(_LOCK_WAITS.items(), key=lambda wait: wait[1], reverse=True)
+    if waits and waits[0][1] >= 1:
+        longest = ", ".join(f"{seconds:.0f} s {test}" for test, seconds in waits[:3] if seconds >= 1)
+        terminalreporter.write_line(
+            f"tests waited {sum(seconds for _, seconds in waits):.0f} s in all for the tests' locks "
+            f"(tests/conftest.py; longest: {longest})"
+        )
 
 
 @pytest.fixture

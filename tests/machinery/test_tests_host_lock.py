@@ -1,5 +1,5 @@
-"""The test suite's host-wide lock (tests/conftest.py): `.ci/run` runs two pytest sessions at once, and a test
-marked `timed` or `holds_the_agents_process_slots` must run with no other test beside it."""
+"""The test suite's locks (tests/conftest.py): `.ci/run` runs two pytest sessions at once; a test marked `timed` must
+run with no other test beside it, one marked `holds_the_agents_process_slots` with no other Docker test."""
 
 import subprocess
 import sys
@@ -9,20 +9,28 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS
-from tests.conftest import runs_alone
+from tests.conftest import HOST, IMAGE_AGENT, locks_held, runs_alone
 
 REPOSITORY = Path(__file__).parents[2]
 
 
-def test_an_exclusive_request_waits_for_the_test_running_beside_it():
-    # This test holds the shared lock (every test does): another session's exclusive request must wait.
-    take_it_alone = "from tests.conftest import host_wide\nwith host_wide(exclusive=True):\n    print('alone')"
+def takes(lock: str, exclusive: bool) -> subprocess.CompletedProcess:
+    """Another session taking `lock`: times out while a test holding it stands in the way."""
+    program = f"from tests.conftest import holding\nwith holding({lock!r}, exclusive={exclusive}):\n    print('taken')"
+    return subprocess.run([sys.executable, "-c", program], cwd=REPOSITORY, capture_output=True, timeout=5)
+
+
+def test_a_request_to_run_alone_waits_for_the_test_running_beside_it():
+    # This test holds the host lock shared (every test does): another session's exclusive request must wait.
     with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run([sys.executable, "-c", take_it_alone], cwd=REPOSITORY, capture_output=True, timeout=3)
+        takes(HOST, exclusive=True)
     # A shared one does not.
-    share_it = take_it_alone.replace("exclusive=True", "exclusive=False")
-    shared = subprocess.run([sys.executable, "-c", share_it], cwd=REPOSITORY, capture_output=True, timeout=60)
-    assert shared.stdout.decode().strip() == "alone", shared
+    assert takes(HOST, exclusive=False).stdout.decode().strip() == "taken"
+
+
+def test_a_host_test_does_not_stop_a_docker_test_from_holding_the_image_agents_process_slots():
+    # This test is no Docker test: the image agent's lock is free for a test that uses up that uid's slots.
+    assert takes(IMAGE_AGENT, exclusive=True).stdout.decode().strip() == "taken"
 
 
 @dataclass
@@ -53,5 +61,12 @@ def test_a_timed_test_over_environments_runs_alone_only_for_the_timed_ones(name)
 
 def test_the_marked_tests_without_environments_run_alone():
     assert runs_alone(Item(("timed",)))
-    assert runs_alone(Item(("holds_the_agents_process_slots",), {"name": "restricted_mlm"}))
     assert not runs_alone(Item(("slow",)))
+
+
+def test_a_docker_test_holding_the_agents_process_slots_runs_apart_from_other_docker_tests_only():
+    slots = Item(("docker", "holds_the_agents_process_slots"), {"name": "restricted_mlm"})
+    assert locks_held(slots) == [(HOST, False), (IMAGE_AGENT, True)]
+    assert locks_held(Item(("docker",), {"name": "restricted_mlm"})) == [(HOST, False), (IMAGE_AGENT, False)]
+    assert locks_held(Item(("docker", "timed"), {"name": "optimize_kernel"})) == [(HOST, True), (IMAGE_AGENT, False)]
+    assert locks_held(Item(("slow",))) == [(HOST, False)]
