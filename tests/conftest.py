@@ -81,9 +81,9 @@ def locks_held(item: pytest.Item) -> list[tuple[str, bool]]:
 
 
 @contextmanager
-def holding(lock: str, exclusive: bool) -> Iterator[None]:
-    _TEST_LOCKS.mkdir(exist_ok=True)
-    with open(_TEST_LOCKS / f"{lock}.turnstile", "a") as turnstile, open(_TEST_LOCKS / lock, "a") as held:
+def holding(lock: str, exclusive: bool, folder: Path = _TEST_LOCKS) -> Iterator[None]:
+    folder.mkdir(exist_ok=True)
+    with open(folder / f"{lock}.turnstile", "a") as turnstile, open(folder / lock, "a") as held:
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)

@@ -17,6 +17,7 @@ from rebench.audit import audit
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench_inspect.audit.offline import AuditRow, audit_rows
 from rebench_inspect.cli import main
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
@@ -66,9 +67,12 @@ def audited(request, tmp_path_factory, smoke_image) -> dict[str, dict]:
     """The scripted runs in Docker with the audit online; then `rebench audit` on their logs."""
     smoke_image(ENVIRONMENTS[request.param])
     log_dir = tmp_path_factory.mktemp("logs")
+    # No test here reads a normalised score: the fixed smoke anchors spare each sample measuring them at setup (three
+    # scoring runs each of the start and the reference)
+    anchors = fixed_smoke_anchors(ENVIRONMENTS[request.param])
     tasks = []
     for name, calls in RUNS.items():
-        task = TASKS[request.param](scale="smoke", sandbox="docker", time_budget_hours=0.5)
+        task = TASKS[request.param](scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=anchors)
         task.scorer = [left_process_probe(), *task.scorer]
         tasks.append(task_with(task, name=name, model=scripted_agent(calls)))
     logs = eval(tasks, log_dir=str(log_dir), display="none", scanner=[audit()], max_tasks=len(RUNS))

@@ -9,28 +9,27 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS
-from tests.conftest import HOST, IMAGE_AGENT, locks_held, runs_alone
+from tests.conftest import HOST, IMAGE_AGENT, holding, locks_held, runs_alone
 
 REPOSITORY = Path(__file__).parents[2]
 
 
-def takes(lock: str, exclusive: bool) -> subprocess.CompletedProcess:
-    """Another session taking `lock`: times out while a test holding it stands in the way."""
-    program = f"from tests.conftest import holding\nwith holding({lock!r}, exclusive={exclusive}):\n    print('taken')"
+def takes(lock: str, exclusive: bool, folder: Path) -> subprocess.CompletedProcess:
+    """Another session taking `lock` in `folder`: times out while a test holding it stands in the way."""
+    program = (
+        "from pathlib import Path\nfrom tests.conftest import holding\n"
+        f"with holding({lock!r}, {exclusive}, Path({str(folder)!r})):\n    print('taken')"
+    )
     return subprocess.run([sys.executable, "-c", program], cwd=REPOSITORY, capture_output=True, timeout=5)
 
 
-def test_a_request_to_run_alone_waits_for_the_test_running_beside_it():
-    # This test holds the host lock shared (every test does): another session's exclusive request must wait.
-    with pytest.raises(subprocess.TimeoutExpired):
-        takes(HOST, exclusive=True)
-    # A shared one does not.
-    assert takes(HOST, exclusive=False).stdout.decode().strip() == "taken"
-
-
-def test_a_host_test_does_not_stop_a_docker_test_from_holding_the_image_agents_process_slots():
-    # This test is no Docker test: the image agent's lock is free for a test that uses up that uid's slots.
-    assert takes(IMAGE_AGENT, exclusive=True).stdout.decode().strip() == "taken"
+def test_a_request_to_run_alone_waits_for_the_test_running_beside_it(tmp_path):
+    # In a folder of its own: the other lane's tests hold the suite's locks meanwhile.
+    with holding(HOST, exclusive=False, folder=tmp_path):
+        with pytest.raises(subprocess.TimeoutExpired):
+            takes(HOST, exclusive=True, folder=tmp_path)
+        assert takes(HOST, exclusive=False, folder=tmp_path).stdout.decode().strip() == "taken"
+    assert takes(HOST, exclusive=True, folder=tmp_path).stdout.decode().strip() == "taken"
 
 
 @dataclass
