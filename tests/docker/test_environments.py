@@ -1,11 +1,12 @@
 """Each environment's smoke eval in Docker, its agent's shells, and its security model probed from inside the
 container as `agent`.
 
-Two evals per environment. In one, setup scores the starting solution and the reference solver installs the
-reference: the anchors. In the other, a scripted agent first runs what an agent following the instructions would run
-(which `python` and `pip` its shells find), then probes the sandbox with the bash tool (which runs as `agent`) and
-leaves processes behind; a probe scorer that runs after rebench's final score looks at the container as root. The
-tests of that second eval share it (`looked_around`): one eval, two tests.
+One eval per environment, read by the three tests here: setup scores the starting solution and the reference
+solver installs the reference (the anchors); then a scripted agent runs what an agent following the instructions
+would run (which `python` and `pip` its shells find), probes the sandbox with the bash tool (which runs as `agent`)
+and leaves processes behind; rebench's final score, after the final stop, scores the reference; a probe scorer that
+runs after it looks at the container as root. (Two evals until 2026-12-06: each costs the Docker tier a container, a
+setup that scores the start and a final score, for optimize_llm_foundry about 2.5 minutes.)
 
 The agent's shells: its bash and python tools run `bash --login -c` (as Inspect's own tools do), and a login shell
 reads /etc/profile, which on Debian and Ubuntu resets PATH to the distribution's default; without the base image's
@@ -18,7 +19,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from inspect_ai.scorer import Score, Target, scorer
-from inspect_ai.solver import TaskState
+from inspect_ai.solver import TaskState, chain
 from inspect_ai.util import sandbox
 
 from rebench.environments import ENVIRONMENTS, TASKS
@@ -106,14 +107,17 @@ def container_probe():
     return score
 
 
-def run(name: str, measured_anchors: bool = False, **kwargs) -> EvalLog:
-    """A smoke eval in Docker. Only a test of the normalised scores needs the timed environments' anchors measured at
-    setup (several scoring runs each of the start and the reference: minutes for optimize_llm_foundry); the others
-    keep the fixed ones."""
+def run(name: str, measured_anchors: bool = False) -> EvalLog:
+    """The environment's smoke eval in Docker (module docstring). Only a test of the normalised scores needs the
+    timed environments' anchors measured at setup (several scoring runs each of the start and the reference: minutes
+    for optimize_llm_foundry); the others keep the fixed ones."""
     anchors = None if measured_anchors else fixed_smoke_anchors(ENVIRONMENTS[name])
     task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=anchors)
+    task.solver = chain(reference_solution(), task.solver)
     task.scorer = [*task.scorer, container_probe()]
-    [log] = eval(task, display="none", log_dir=None, **kwargs)
+    calls = [tool_call(tool, **arguments) for tool, arguments, _ in shell_calls(name)]
+    agent = scripted_agent([*calls, *(tool_call("bash", command=command) for command in PROBES.values())])
+    [log] = eval(task, model=agent, display="none", log_dir=None)
     assert log.status == "success", log.error
     [sample] = log.samples
     assert sample.error is None, sample.error
@@ -124,12 +128,19 @@ def final(log: EvalLog) -> Score:
     return log.samples[0].scores["rebench_scorer"]
 
 
+@pytest.fixture(scope="session")
+def evals() -> dict[str, EvalLog]:
+    return {}
+
+
 @pytest.mark.timed
-def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image):
-    """One eval gives both anchors' solutions: setup scores the starting solution (the score log's first entry)
-    before the reference solver installs the reference, which the final entry scores."""
+def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image, evals):
+    """Setup scores the starting solution (the score log's first entry) before the reference solver installs the
+    reference, which the final entry scores. This test runs the environment's eval itself, its anchors measured
+    (alone on the host: `timed`); the other tests here read that eval."""
     smoke_image(ENVIRONMENTS[name])
-    score = final(run(name, measured_anchors=True, model="none", solver=reference_solution()))
+    evals[name] = run(name, measured_anchors=True)
+    score = final(evals[name])
     start = score.metadata["score_log"][0]
     assert start["label"] == "start" and start["valid"], start
     # Timed environments (ln of a run time) measure CPU speed: on a shared 2-core machine a run took up to 7x the
@@ -143,18 +154,12 @@ def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, s
     assert score.value["normalised"] >= (1 - tolerance if timed else 0.75), score.value
 
 
-@pytest.fixture(scope="session")
-def looked_around_logs() -> dict[str, EvalLog]:
-    return {}
-
-
-def looked_around(name: str, logs: dict[str, EvalLog]) -> tuple[EvalLog, list[str], dict[str, str]]:
-    """The eval whose agent runs the shell calls, then the probes (once per environment and session); its log, the
-    shell calls' outputs and each probe's output."""
-    if name not in logs:
-        calls = [tool_call(tool, **arguments) for tool, arguments, _ in shell_calls(name)]
-        logs[name] = run(name, model=scripted_agent([*calls, *(tool_call("bash", command=c) for c in PROBES.values())]))
-    log = logs[name]
+def reference_then_probes(name: str, evals: dict[str, EvalLog]) -> tuple[EvalLog, list[str], dict[str, str]]:
+    """The environment's eval (the anchors test's; run here with the fixed anchors when that test did not run), and
+    the shell calls' and the probes' outputs."""
+    if name not in evals:
+        evals[name] = run(name)
+    log = evals[name]
     results = [message for message in log.samples[0].messages if message.role == "tool"]
     shells = len(shell_calls(name))
     assert len(results) == shells + len(PROBES), [message.text for message in log.samples[0].messages]
@@ -163,9 +168,9 @@ def looked_around(name: str, logs: dict[str, EvalLog]) -> tuple[EvalLog, list[st
     return log, [result.text for result in results[:shells]], dict(zip(PROBES, [r.text for r in probes], strict=True))
 
 
-def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_image, looked_around_logs):
+def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_image, evals):
     smoke_image(ENVIRONMENTS[name])
-    _, outputs, _ = looked_around(name, looked_around_logs)
+    _, outputs, _ = reference_then_probes(name, evals)
     for (_, arguments, expected), output in zip(shell_calls(name), outputs, strict=True):
         assert expected in output, (arguments, output)
 
@@ -177,9 +182,9 @@ def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_ima
     assert interpreter_prefix.strip() == venv, interpreter_prefix
 
 
-def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image, looked_around_logs):
+def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image, evals):
     smoke_image(ENVIRONMENTS[name])
-    log, _, outputs = looked_around(name, looked_around_logs)
+    log, _, outputs = reference_then_probes(name, evals)
     [sample] = log.samples
     for probe in ("list_protected", "read_scoring", "find_protected"):
         assert "Permission denied" in outputs[probe], outputs[probe]
