@@ -1,11 +1,12 @@
 """What the agent shares with root in its container, used up by the agent, cannot turn its score into an errored sample.
 
-Each test is a smoke eval in Docker (the generated sandbox) whose scripted agent, as `agent`, uses up one shared
-resource and leaves it so: every process slot it can get, held by a background loop that grabs any slot freed, or
-every byte of the capped temporary folders. Then it scores and submits; the scoring runs (the agent's `score`, then
-the final stop and score) must each end in a verdict. Before the fixes, the harness's own `docker exec` found no free
-process slot, and the scoring program's work folder in /tmp no free byte: the sample errored, which the report leaves
-out and `--retry-on-error` reruns.
+One smoke eval in Docker (the generated sandbox) per environment, whose scripted agent, as `agent`, uses up each
+shared resource and leaves it so: every byte of the capped temporary folders, then every process slot it can get,
+held by a background loop that grabs any slot freed; it scores after each. Every scoring run (the agent's two, then
+the final stop and score) must end in a verdict. Before the fixes, the scoring program's work folder in /tmp found no
+free byte, and the harness's own `docker exec` no free process slot: the sample errored, which the report leaves out
+and `--retry-on-error` reruns. (Each attack had an eval of its own until 2026-12-06; one eval saves the Docker tier a
+container, a setup that scores the start and a final score per environment.)
 """
 
 import pytest
@@ -18,7 +19,7 @@ from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
 
-pytestmark = [pytest.mark.docker, pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)]
+pytestmark = [pytest.mark.docker]
 
 SATURATED = "/home/agent/.slots-held"
 # Forks children that sleep forever, and retries every refused fork, so a slot that frees is taken again at once; after
@@ -53,35 +54,20 @@ FILL_TEMP_FOLDERS = " ".join(
 )
 
 
-def scored_by_an_agent_that_ran(name: str, command: str) -> tuple[EvalSample, str]:
-    """The sample of a smoke eval whose agent runs `command` with its bash tool, then scores and submits; and what the
-    command printed."""
+def scored_by_an_agent_that_ran(name: str, calls: list) -> tuple[EvalSample, list[str]]:
+    """The sample of a smoke eval whose agent makes `calls`, then submits; and what each call returned."""
     task = TASKS[name](
         scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
     )
-    model = scripted_agent([tool_call("bash", command=command), tool_call("score")])
-    [log] = eval(task, model=model, display="none", log_dir=None)
+    [log] = eval(task, model=scripted_agent(calls), display="none", log_dir=None)
     [sample] = log.samples
     assert sample.error is None, sample.error.message
     assert log.status == "success", log.error
-    [printed, *_] = [message.text for message in sample.messages if message.role == "tool"]
-    return sample, printed
+    return sample, [message.text for message in sample.messages if message.role == "tool"]
 
 
 def entries(sample: EvalSample) -> list[dict]:
     return sample.scores["rebench_scorer"].metadata["score_log"]
-
-
-@pytest.mark.holds_the_agents_process_slots
-def test_an_agent_holding_every_process_slot_cannot_stop_the_final_score(name, smoke_image):
-    smoke_image(ENVIRONMENTS[name])
-    sample, printed = scored_by_an_agent_that_ran(name, HOLD_IN_BACKGROUND)
-    assert printed.startswith("HELD ") and int(printed.split()[1]) > 0, printed
-    final = sample.scores["rebench_scorer"]
-    assert [entry["label"] for entry in entries(sample)][-1] == "final"
-    # the stop ended every held slot: the final scoring ran on the starting solution, which is valid
-    assert final.metadata["agent_processes_surviving_the_stop"] == []
-    assert entries(sample)[-1]["valid"], entries(sample)[-1]
 
 
 # Open (issue 21): Inspect keeps its sandbox services at a fixed path in /var/tmp (`SERVICES_DIR`), so the model
@@ -90,15 +76,43 @@ def test_an_agent_holding_every_process_slot_cannot_stop_the_final_score(name, s
 SERVICES_IN_THE_AGENTS_TEMP = {"finetune_target"}
 
 
-def test_an_agent_that_fills_the_temporary_folders_still_gets_verdicts(name, smoke_image, request):
+def fills_the_temporary_folders(name: str) -> bool:
+    return name not in SERVICES_IN_THE_AGENTS_TEMP
+
+
+@pytest.mark.holds_the_agents_process_slots
+@pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)
+def test_full_temporary_folders_then_every_process_slot_held_still_end_in_verdicts(name, smoke_image):
     smoke_image(ENVIRONMENTS[name])
-    if name in SERVICES_IN_THE_AGENTS_TEMP:
-        request.applymarker(
-            pytest.mark.xfail(strict=True, reason="Inspect's services live in /var/tmp, which the agent can fill")
-        )
-    sample, printed = scored_by_an_agent_that_ran(name, FILL_TEMP_FOLDERS)
-    assert printed.split() == ["0", "0", "0", "FILLED"], printed
-    # the agent's own score and the final one scored the (valid) starting solution with the folders full
+    fills = fills_the_temporary_folders(name)
+    filling = [tool_call("bash", command=FILL_TEMP_FOLDERS), tool_call("score")] if fills else []
+    sample, printed = scored_by_an_agent_that_ran(
+        name, [*filling, tool_call("bash", command=HOLD_IN_BACKGROUND), tool_call("score")]
+    )
+    if fills:
+        assert printed[0].split() == ["0", "0", "0", "FILLED"], printed[0]
+    held = printed[-2]
+    assert held.startswith("HELD ") and int(held.split()[1]) > 0, held
+    # the agent's score with the folders full scored the (valid) starting solution; its score with every slot held
+    # ended in a verdict (the sample did not error); the stop ended every held slot, so the final scoring, with the
+    # folders still full, scored the valid starting solution
+    log = [(entry["label"], entry["valid"]) for entry in entries(sample)]
+    assert log[0] == ("start", True) and log[-1] == ("final", True), log
+    assert [label for label, _ in log] == ["start", *(["agent"] if fills else []), "agent", "final"], log
+    if fills:
+        assert log[1] == ("agent", True), log
+    assert sample.scores["rebench_scorer"].metadata["agent_processes_surviving_the_stop"] == []
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES_IN_THE_AGENTS_TEMP.intersection(DOCKER_ENVIRONMENTS)))
+@pytest.mark.xfail(strict=True, reason="Inspect's services live in /var/tmp, which the agent can fill")
+def test_an_agent_that_fills_the_temporary_folders_still_gets_verdicts(name, smoke_image):
+    """Where the model proxy's services share the agent's temporary folders (above), filling them alone."""
+    smoke_image(ENVIRONMENTS[name])
+    sample, printed = scored_by_an_agent_that_ran(
+        name, [tool_call("bash", command=FILL_TEMP_FOLDERS), tool_call("score")]
+    )
+    assert printed[0].split() == ["0", "0", "0", "FILLED"], printed[0]
     assert [(entry["label"], entry["valid"]) for entry in entries(sample)] == [
         ("start", True),
         ("agent", True),
