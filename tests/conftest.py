@@ -1,6 +1,7 @@
 """Shared fixtures: offline mock agents and a toy environment that exercises the machinery in milliseconds."""
 
 import fcntl
+import os
 import shutil
 import subprocess
 import tempfile
@@ -53,7 +54,8 @@ def toy_spec() -> EnvironmentSpec:
 # one order (host, then image agent), so two tests never wait for each other. Not reentrant across processes: never
 # start pytest from a process that holds one (a wrapper holding it shared): a waiting exclusive test then holds the
 # turnstile, the inner pytest waits for it, and nothing moves again.
-_TEST_LOCKS = Path(tempfile.gettempdir()) / "rebench-tests-locks"
+# (Another folder only for the lock tests' own pytest sessions: tests/machinery/test_tests_host_lock.py.)
+_TEST_LOCKS = Path(os.environ.get("REBENCH_TESTS_LOCKS") or Path(tempfile.gettempdir()) / "rebench-tests-locks")
 HOST = "host"
 IMAGE_AGENT = "image-agent-process-slots"
 
@@ -70,6 +72,15 @@ def runs_alone(item: pytest.Item) -> bool:
 
     spec = ENVIRONMENTS[environment] if isinstance(environment, str) else environment
     return spec.smoke_anchor_runs > 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks `runs_alone` the tests that take the host lock alone, before `-m` selects (`.ci/run` runs the slow ones
+    together, `-m "slow and runs_alone"`, so that each hands the lock to the next)."""
+    for item in items:
+        if runs_alone(item):
+            item.add_marker("runs_alone")
 
 
 def locks_held(item: pytest.Item) -> list[tuple[str, bool]]:
@@ -92,16 +103,44 @@ def holding(lock: str, exclusive: bool, folder: Path = _TEST_LOCKS) -> Iterator[
 
 # Seconds each test waited for the locks, for the session's summary: a slow CI says how much of it was waiting.
 _LOCK_WAITS: dict[str, float] = {}
+# A test that takes a lock alone hands its locks straight to the next test of the session that takes the same locks
+# alone: released between the two, they would go to a test of the other lane waiting for them, and the next test
+# would wait until that one ended (in CI up to 8 minutes, each time).
+_NEXT_TEST: list[pytest.Item | None] = [None]
+_CARRIED: list[tuple[list[tuple[str, bool]], ExitStack]] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _NEXT_TEST[0] = nextitem
+    return (yield)
 
 
 @pytest.fixture(autouse=True)
 def apart_where_marked(request) -> Iterator[None]:
-    with ExitStack() as held:
-        asked = time.monotonic()
-        for lock, exclusive in locks_held(request.node):
-            held.enter_context(holding(lock, exclusive))
-        _LOCK_WAITS[request.node.nodeid] = time.monotonic() - asked
+    locks = locks_held(request.node)
+    asked = time.monotonic()
+    if _CARRIED and _CARRIED[0][0] == locks:
+        held = _CARRIED.pop()[1]
+    else:
+        while _CARRIED:
+            _CARRIED.pop()[1].close()
+        held = ExitStack()
+        try:
+            for lock, exclusive in locks:
+                held.enter_context(holding(lock, exclusive))
+        except BaseException:
+            held.close()
+            raise
+    _LOCK_WAITS[request.node.nodeid] = time.monotonic() - asked
+    try:
         yield
+    finally:
+        following = _NEXT_TEST[0]
+        if following is not None and any(alone for _, alone in locks) and locks_held(following) == locks:
+            _CARRIED.append((locks, held))
+        else:
+            held.close()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -1,8 +1,10 @@
 """The test suite's locks (tests/conftest.py): `.ci/run` runs two pytest sessions at once; a test marked `timed` must
 run with no other test beside it, one marked `holds_the_agents_process_slots` with no other Docker test."""
 
+import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,3 +71,50 @@ def test_a_docker_test_holding_the_agents_process_slots_runs_apart_from_other_do
     assert locks_held(Item(("docker",), {"name": "restricted_mlm"})) == [(HOST, False), (IMAGE_AGENT, False)]
     assert locks_held(Item(("docker", "timed"), {"name": "optimize_kernel"})) == [(HOST, True), (IMAGE_AGENT, False)]
     assert locks_held(Item(("slow",))) == [(HOST, False)]
+
+
+HANDED_OVER = '''
+import subprocess, sys, time
+from pathlib import Path
+import pytest
+
+GOT_IT = Path(sys.argv[0]).parent / "the-other-lane-got-the-lock"
+OTHER_LANE = (
+    "import sys\\nfrom pathlib import Path\\nfrom tests.conftest import holding\\n"
+    "with holding('host', False):\\n    Path(sys.argv[1]).touch()"
+)
+
+
+@pytest.mark.timed
+def test_first(tmp_path_factory):
+    GOT_IT.unlink(missing_ok=True)
+    subprocess.Popen([sys.executable, "-c", OTHER_LANE, str(GOT_IT)], cwd=REPOSITORY)
+    time.sleep(2)  # it now waits for the lock this test holds alone
+    assert not GOT_IT.exists()
+
+
+@pytest.mark.timed
+def test_second():
+    time.sleep(2)
+    assert not GOT_IT.exists()  # the lock went straight from the first test to this one
+'''
+
+
+def test_a_test_running_alone_hands_the_lock_to_the_next_test_running_alone(tmp_path):
+    """Released between the two, the lock would go to the other lane's waiting test first (tests/conftest.py)."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(f"REPOSITORY = {str(REPOSITORY)!r}\n" + HANDED_OVER.replace("sys.argv[0]", "__file__"))
+    locks = tmp_path / "locks"
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider", str(probe)],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "REBENCH_TESTS_LOCKS": str(locks)},
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:]
+    deadline = time.monotonic() + 30  # and the other lane's test got it after the session
+    while not (tmp_path / "the-other-lane-got-the-lock").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
