@@ -1,6 +1,8 @@
 """The reference solver and the sandbox check (certify an image: start ≈ 0, reference ≈ 1)."""
 
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -20,13 +22,20 @@ REFERENCE_SCRIPT = "solve.sh"
 SANDBOX_CHECK_TOLERANCE = 0.25
 
 
+async def write_over_workspace(files: Mapping[str, Path]) -> None:
+    """Write host files at their relative paths over the sample's workspace, owned by the agent user as the rest of
+    the workspace is."""
+    layout = current_layout()
+    await write_tree(files, layout.workspace)
+    if layout.agent_user:
+        await sandbox().exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
+
+
 async def install_reference_solution(environment: ResolvedEnvironment) -> None:
     """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present."""
     layout = current_layout()
     files = reference_files(environment.spec)
-    await write_tree(files, layout.workspace)
-    if layout.agent_user:
-        await sandbox().exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
+    await write_over_workspace(files)
     if REFERENCE_SCRIPT in files:
         # It may train a model (minutes at smoke scale on a CPU): the transcript says what is running.
         transcript().info(f"Running the reference solution's {REFERENCE_SCRIPT} in the workspace…")

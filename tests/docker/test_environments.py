@@ -6,7 +6,8 @@ solver installs the reference (the anchors); then a scripted agent runs what an 
 would run (which `python` and `pip` its shells find), probes the sandbox with the bash tool (which runs as `agent`)
 and leaves processes behind; rebench's final score, after the final stop, scores the reference; a probe scorer that
 runs after it looks at the container as root. (Two evals until 2026-12-06: each costs the Docker tier a container, a
-setup that scores the start and a final score, for optimize_llm_foundry about 2.5 minutes.)
+setup that scores the start and a final score, for optimize_llm_foundry about 2.5 minutes.) An environment in
+REFERENCE_BUILT_ON_THE_HOST gets its reference's result written into the workspace instead (below).
 
 The agent's shells: its bash and python tools run `bash --login -c` (as Inspect's own tools do), and a login shell
 reads /etc/profile, which on Debian and Ubuntu resets PATH to the distribution's default; without the base image's
@@ -14,19 +15,22 @@ reads /etc/profile, which on Debian and Ubuntu resets PATH to the distribution's
 """
 
 import math
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from inspect_ai.scorer import Score, Target, scorer
-from inspect_ai.solver import TaskState, chain
+from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.util import sandbox
 
 from rebench.environments import ENVIRONMENTS, TASKS
 from rebench.maintenance import reference_solution
+from rebench_inspect.runtime.reference import write_over_workspace
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.spec.environment import Transform
-from rebench_inspect.testing.fixtures import fixed_smoke_anchors
+from rebench_inspect.testing.fixtures import cached_reference_result, fixed_smoke_anchors
 from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 from .conftest import DOCKER_ENVIRONMENTS
@@ -48,7 +52,16 @@ INSTRUCTION_COMMANDS: dict[str, list[tuple[str, dict[str, str], str]]] = {
         ("python", {"code": KERNEL_EXAMPLE}, "[0, 2, 2, 2, 7]"),
     ],
     "rust_codecontests": [("bash", {"command": "python validate.py --help"}, "--public-only")],
+    # the judge through the agent's door in the container (the instructions' evaluation.py)
+    "finetune_target": [("bash", {"command": "python evaluation.py --prompts 2"}, '"win_rate"')],
 }
+# Environments whose eval writes the reference's result, built once per machine on the host (the fixture
+# `reference_result`, as the contract tests use it), into the workspace instead of running its solve.sh in the
+# container. finetune_target's reference makes 1,152 judge calls, each two or three `docker exec`s through Inspect's
+# agent bridge (about 0.4 s of CPU): about 450 s of its 600 s eval in CI, the Docker tier's longest test. Its training
+# through the judge's door runs on the local sandbox (tests/finetune_target/test_eval.py); here the agent's own judge
+# calls reach the door in the container (INSTRUCTION_COMMANDS) and every scoring run's judge calls the scoring door.
+REFERENCE_BUILT_ON_THE_HOST = {"finetune_target"}
 
 
 def shell_calls(name: str) -> list[tuple[str, dict[str, str], str]]:
@@ -107,13 +120,33 @@ def container_probe():
     return score
 
 
-def run(name: str, measured_anchors: bool = False) -> EvalLog:
+@solver
+def reference_result_written(result: Path) -> Solver:
+    """Writes a reference's result (the files it adds to or changes in the prepared workspace) into the workspace."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        await write_over_workspace({p.relative_to(result).as_posix(): p for p in result.rglob("*") if not p.is_dir()})
+        return state
+
+    return solve
+
+
+@pytest.fixture
+def reference(name, prepared_smoke_assets) -> Callable[[], Solver]:
+    """How the eval installs the reference (module docstring); asked only when the eval runs."""
+    environment = ENVIRONMENTS[name]
+    if name not in REFERENCE_BUILT_ON_THE_HOST:
+        return reference_solution
+    return lambda: reference_result_written(cached_reference_result(environment, prepared_smoke_assets(environment)))
+
+
+def run(name: str, reference: Callable[[], Solver], measured_anchors: bool = False) -> EvalLog:
     """The environment's smoke eval in Docker (module docstring). Only a test of the normalised scores needs the
     timed environments' anchors measured at setup (several scoring runs each of the start and the reference: minutes
     for optimize_llm_foundry); the others keep the fixed ones."""
     anchors = None if measured_anchors else fixed_smoke_anchors(ENVIRONMENTS[name])
     task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=anchors)
-    task.solver = chain(reference_solution(), task.solver)
+    task.solver = chain(reference(), task.solver)
     task.scorer = [*task.scorer, container_probe()]
     calls = [tool_call(tool, **arguments) for tool, arguments, _ in shell_calls(name)]
     agent = scripted_agent([*calls, *(tool_call("bash", command=command) for command in PROBES.values())])
@@ -134,12 +167,12 @@ def evals() -> dict[str, EvalLog]:
 
 
 @pytest.mark.timed
-def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image, evals):
+def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image, evals, reference):
     """Setup scores the starting solution (the score log's first entry) before the reference solver installs the
     reference, which the final entry scores. This test runs the environment's eval itself, its anchors measured
     (alone on the host: `timed`); the other tests here read that eval."""
     smoke_image(ENVIRONMENTS[name])
-    evals[name] = run(name, measured_anchors=True)
+    evals[name] = run(name, reference, measured_anchors=True)
     score = final(evals[name])
     start = score.metadata["score_log"][0]
     assert start["label"] == "start" and start["valid"], start
@@ -154,11 +187,13 @@ def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, s
     assert score.value["normalised"] >= (1 - tolerance if timed else 0.75), score.value
 
 
-def reference_then_probes(name: str, evals: dict[str, EvalLog]) -> tuple[EvalLog, list[str], dict[str, str]]:
+def reference_then_probes(
+    name: str, evals: dict[str, EvalLog], reference: Callable[[], Solver]
+) -> tuple[EvalLog, list[str], dict[str, str]]:
     """The environment's eval (the anchors test's; run here with the fixed anchors when that test did not run), and
     the shell calls' and the probes' outputs."""
     if name not in evals:
-        evals[name] = run(name)
+        evals[name] = run(name, reference)
     log = evals[name]
     results = [message for message in log.samples[0].messages if message.role == "tool"]
     shells = len(shell_calls(name))
@@ -168,9 +203,9 @@ def reference_then_probes(name: str, evals: dict[str, EvalLog]) -> tuple[EvalLog
     return log, [result.text for result in results[:shells]], dict(zip(PROBES, [r.text for r in probes], strict=True))
 
 
-def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_image, evals):
+def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_image, evals, reference):
     smoke_image(ENVIRONMENTS[name])
-    _, outputs, _ = reference_then_probes(name, evals)
+    _, outputs, _ = reference_then_probes(name, evals, reference)
     for (_, arguments, expected), output in zip(shell_calls(name), outputs, strict=True):
         assert expected in output, (arguments, output)
 
@@ -182,9 +217,9 @@ def test_python_and_pip_in_the_agents_shells_are_the_images_venv(name, smoke_ima
     assert interpreter_prefix.strip() == venv, interpreter_prefix
 
 
-def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image, evals):
+def test_agent_cannot_reach_protected_network_or_scorer_and_leaves_no_process(name, smoke_image, evals, reference):
     smoke_image(ENVIRONMENTS[name])
-    log, _, outputs = reference_then_probes(name, evals)
+    log, _, outputs = reference_then_probes(name, evals, reference)
     [sample] = log.samples
     for probe in ("list_protected", "read_scoring", "find_protected"):
         assert "Permission denied" in outputs[probe], outputs[probe]
