@@ -125,7 +125,8 @@ def main() -> None:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     tokenizer = chat.load_tokenizer(settings["tokenizer"], settings.get("vocabulary"))
-    judge = chat.JudgeClient(*chat.endpoint_from_environment(HERE), concurrency=16)
+    # 48 in flight: at smoke scale a tournament stage's calls at once (96, then 48); the bridge collects calls every 2 s.
+    judge = chat.JudgeClient(*chat.endpoint_from_environment(HERE), concurrency=48)
     prompts = chat.read_jsonl(HERE / "data" / "dev_prompts.jsonl")
     model = load_model(HERE / "models" / "base_model.pt", device)
     for round_index in range(args.rounds):

@@ -409,7 +409,11 @@ class JudgeClient:
         api_key: str = "rebench-proxy",
         *,
         model: str = "judge",
-        timeout: float = 120.0,
+        # A call's round trip through Inspect's agent bridge can take minutes: in Docker each waiting call costs the
+        # bridge two or three `docker exec`s, started all at once. A retry after a timeout is a second judge call
+        # (the first is still answered), charged to the budget and adding to the queue: at 120 s, 48 calls in flight
+        # on 2 cores turned 96 comparisons into 228 judge calls and never finished (README, measured times).
+        timeout: float = 600.0,
         retries: int = 4,
         concurrency: int = 8,
     ) -> None:
