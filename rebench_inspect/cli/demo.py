@@ -1,10 +1,13 @@
 """`rebench demo`: an offline smoke run of every environment (starting and reference solution), with a verdict each."""
 
 import argparse
+import json
+import os
 import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .arguments import add_environment
@@ -16,6 +19,12 @@ if TYPE_CHECKING:
 
 # A cold `rebench demo` on a 2-core machine (README; benchmarks/*_timings.py for the per-environment parts).
 COLD_PREPARATION_MINUTES = 10
+# A timed environment's smoke anchors as the last demo that passed it measured them, kept as an anchors file in the
+# environment's cache folder and reused while its code is unchanged and the machine is as busy as it was then (the
+# 1-minute load average within LOAD_TOLERANCE): measuring them costs optimize_llm_foundry four LLM Foundry runs, about
+# 100 s of a warm demo's 3 minutes. `--fresh` measures them again.
+DEMO_ANCHORS = "demo-anchors.json"
+LOAD_TOLERANCE = 0.5
 
 
 def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -23,6 +32,12 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     add_environment(demo, "environments", "default: all; ", nargs="*")
     demo.add_argument("--log-dir", default="logs/demo")
     demo.add_argument("--quiet", action="store_true")
+    demo.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every reference's solve.sh and measure every timed environment's anchors again (default: reuse "
+        "what an earlier demo ran from the same inputs, and the anchors it measured while the load was the same)",
+    )
     demo.set_defaults(run=run)
 
 
@@ -91,6 +106,65 @@ def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
     return [solution_row(environment, solution, checks[solution]) for solution in ("starting", "reference")]
 
 
+def remembered_anchors(environment: "EnvironmentSpec") -> tuple[str | None, str]:
+    """The anchors file of what the last passing demo measured for `environment`, if it may be reused now; and why
+    (not)."""
+    from rebench.sandbox_lib.paths import cache_root
+
+    from ..runtime.reference import environment_code_digest
+
+    path = cache_root() / environment.name / DEMO_ANCHORS
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, "measuring its smoke anchors (no earlier demo measured them)"
+    if document.get("code") != environment_code_digest(environment):
+        return None, "measuring its smoke anchors (its code changed since a demo measured them)"
+    load, then = os.getloadavg()[0], document["load_average"]
+    if abs(load - then) > LOAD_TOLERANCE:
+        return (
+            None,
+            f"measuring its smoke anchors (the load average is {load:.1f}, {then:.1f} when a demo measured them)",
+        )
+    return str(
+        path
+    ), f"reusing the smoke anchors the demo of {document['date']} measured (load average {then:.1f}, now {load:.1f})"
+
+
+def remember_anchors(environment: "EnvironmentSpec", log: "EvalLog", load_average: float) -> None:
+    """Keep the anchors this demo measured at the sample's setup, when the check passed with them."""
+    from inspect_ai.scorer import CORRECT
+
+    from rebench.sandbox_lib.paths import cache_root
+
+    from ..runtime.measured_anchors import MEASURED_AT_SETUP
+    from ..runtime.reference import environment_code_digest
+    from ..spec.anchors import ANCHORS_FILE_KIND
+
+    scores = (log.samples[0].scores or {}) if log.samples else {}
+    check, scored = scores.get("anchors_reproduced"), scores.get("rebench_scorer")
+    if check is None or check.value != CORRECT or scored is None or not scored.metadata:
+        return
+    anchors = scored.metadata["anchors"]
+    if not anchors["provenance"].startswith(MEASURED_AT_SETUP):
+        return
+    document = {
+        "kind": ANCHORS_FILE_KIND,
+        "environment": environment.name,
+        "scale": "smoke",
+        "replaces_built_in_anchors": True,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "hardware": {},
+        "anchors": {"start": anchors["raw_start"], "reference": anchors["raw_reference"]},
+        "measured": anchors["provenance"],
+        "load_average": load_average,
+        "code": environment_code_digest(environment),
+    }
+    path = cache_root() / environment.name / DEMO_ANCHORS
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # root-only, as preparation makes it
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     from inspect_ai import eval
 
@@ -119,15 +193,31 @@ def run(args: argparse.Namespace) -> int:
             say(f"[{position}/{len(names)}] {name}: not run: {rows[-1].reason}")
             continue
         say(f"[{position}/{len(names)}] {name}: preparing, then scoring the starting and the reference solution…")
+        environment = ENVIRONMENTS[name]
+        anchors = None
+        if environment.smoke_anchor_runs:
+            anchors, said = (
+                (None, "measuring its smoke anchors (--fresh)") if args.fresh else remembered_anchors(environment)
+            )
+            say(f"[{position}/{len(names)}] {name}: {said}")
+        load_average = os.getloadavg()[0]
         started = time.monotonic()
         with nullcontext() if args.quiet else printing_progress(say):
             [log] = eval(
-                sandbox_check(environment=name, scale="smoke", sandbox="local"),
+                sandbox_check(
+                    environment=name,
+                    scale="smoke",
+                    sandbox="local",
+                    anchors=anchors,
+                    reuse_reference_run=not args.fresh,
+                ),
                 model="none",
                 log_dir=args.log_dir,
                 display="none",
             )
-        rows += demo_rows(ENVIRONMENTS[name], log)
+        rows += demo_rows(environment, log)
+        if environment.smoke_anchor_runs and anchors is None:
+            remember_anchors(environment, log, load_average)
         say(f"[{position}/{len(names)}] {name}: {log.status} in {time.monotonic() - started:.0f} s")
     rows.sort(key=lambda row: (row.environment, row.solution != "starting"))
     print(f"\n{'environment':<22}{'solution':<11}{'status':<9}{'raw':<24}{'normalised':>11}  verdict")
@@ -137,6 +227,12 @@ def run(args: argparse.Namespace) -> int:
         "\nnormalised: 0 = the starting solution, 1 = the reference, on the smoke anchors (re-measured on a 2-core "
         f"CPU; not the paper's). PASS: within ±{SANDBOX_CHECK_TOLERANCE} of that (starting 0, reference 1)."
     )
+    if not args.fresh:
+        print(
+            "A demo reuses what an earlier one did from the same inputs: each reference's solve.sh result, and a timed "
+            "environment's anchors while the load average is what it was (the progress lines say which); "
+            "`rebench demo --fresh` runs and measures everything again."
+        )
     for row in rows:
         if row.verdict == "FAIL":
             print(f"FAIL {row.environment} {row.solution}: {row.reason}")

@@ -1,5 +1,9 @@
 """The reference solver and the sandbox check (certify an image: start ≈ 0, reference ≈ 1)."""
 
+import hashlib
+import io
+import json
+import tarfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +17,8 @@ from inspect_ai.util import sandbox
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.normalise import ScoreEntry
-from .scoring import ScoringInfrastructureError, score_log, write_tree
+from .layout import SandboxLayout
+from .scoring import ScoringInfrastructureError, checked_exec, score_log, write_tree
 from .staging import reference_files
 from .state import current_layout
 
@@ -31,26 +36,135 @@ async def write_over_workspace(files: Mapping[str, Path]) -> None:
         await sandbox().exec(["chown", "-R", f"{layout.agent_user}:{layout.agent_user}", layout.workspace])
 
 
-async def install_reference_solution(environment: ResolvedEnvironment) -> None:
-    """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present."""
+async def install_reference_solution(environment: ResolvedEnvironment, reuse_earlier_run: bool = False) -> None:
+    """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present.
+
+    `reuse_earlier_run`: where an earlier run of `solve.sh` started from the same workspace, the same prepared
+    assets and the same environment code (`ReferenceRun`), write what it left instead of running it again (a smoke
+    reference trains models for a minute; `rebench demo` reruns it only when asked)."""
     layout = current_layout()
     files = reference_files(environment.spec)
     await write_over_workspace(files)
-    if REFERENCE_SCRIPT in files:
-        # It may train a model (minutes at smoke scale on a CPU): the transcript says what is running.
-        transcript().info(f"Running the reference solution's {REFERENCE_SCRIPT} in the workspace…")
-        started = time.monotonic()
-        result = await sandbox().exec(
-            ["bash", REFERENCE_SCRIPT],
-            cwd=layout.workspace,
-            user=layout.agent_user,
-            env={"REBENCH_SCALE": environment.scale, "PYTHON": layout.python},
+    if REFERENCE_SCRIPT not in files:
+        return
+    earlier = await ReferenceRun.about_to_start(environment, layout) if reuse_earlier_run else None
+    if earlier is not None and await earlier.write_what_it_left():
+        return
+    # It may train a model (minutes at smoke scale on a CPU): the transcript says what is running.
+    transcript().info(f"Running the reference solution's {REFERENCE_SCRIPT} in the workspace…")
+    started = time.monotonic()
+    result = await sandbox().exec(
+        ["bash", REFERENCE_SCRIPT],
+        cwd=layout.workspace,
+        user=layout.agent_user,
+        env={"REBENCH_SCALE": environment.scale, "PYTHON": layout.python},
+    )
+    if not result.success:
+        raise ScoringInfrastructureError(
+            f"reference solution failed (exit {result.returncode}): {result.stderr[-3000:]} {result.stdout[-3000:]}"
         )
-        if not result.success:
-            raise ScoringInfrastructureError(
-                f"reference solution failed (exit {result.returncode}): {result.stderr[-3000:]} {result.stdout[-3000:]}"
-            )
-        transcript().info(f"Reference solution ready after {time.monotonic() - started:.0f} s.")
+    transcript().info(f"Reference solution ready after {time.monotonic() - started:.0f} s.")
+    if earlier is not None:
+        await earlier.keep_what_it_left()
+
+
+async def _workspace_digests(layout: SandboxLayout) -> dict[str, str]:
+    """Every regular file under the workspace (relative path) with its SHA-256."""
+    listing = await checked_exec(
+        ["sh", "-c", 'cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum', "list", layout.workspace]
+    )
+    digests = {}
+    for line in listing.splitlines():
+        digest, _, path = line.partition("  ")
+        digests[path.removeprefix("./")] = digest
+    return digests
+
+
+def environment_code_digest(environment: EnvironmentSpec) -> str:
+    """SHA-256 of an environment's folder (its task, staged programs, preparation and reference code) and of the
+    package's folders staged beside it."""
+    from importlib.resources import files
+
+    digest = hashlib.sha256()
+    folders = [environment.folder, *(Path(str(files("rebench"))) / name for name in environment.sandbox_libraries)]
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}".encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class ReferenceRun:
+    """A run of the reference's `solve.sh`, kept on the host in the cache (`<cache>/<env>/reference-run-<scale>-<key>`,
+    root-only as the rest of the environment's folder there): the files it added or changed in the workspace, and
+    those it removed. The key hashes what the workspace it starts from is made of: the environment's code (its
+    starting workspace and reference included), the scale, the kind of sandbox and the prepared assets' own key (their
+    marker). Not the workspace's files themselves: setup writes some for each sample (e.g. the judge's address and
+    key), which a reference's result does not depend on."""
+
+    FILES, REMOVED = "files", "removed.json"
+
+    def __init__(self, entry: Path, layout: SandboxLayout, before: dict[str, str]) -> None:
+        self.entry, self.layout, self.before = entry, layout, before
+
+    @classmethod
+    async def about_to_start(cls, environment: ResolvedEnvironment, layout: SandboxLayout) -> "ReferenceRun":
+        from rebench.sandbox_lib.paths import cache_root  # here, not at import: the registry import stays light
+        from rebench.sandbox_lib.preparation import MARKER
+
+        before = await _workspace_digests(layout)
+        marker = await checked_exec(
+            ["sh", "-c", 'cat "$1" 2>/dev/null || true', "marker", f"{layout.protected}/{MARKER}"]
+        )
+        inputs = [environment_code_digest(environment.spec), environment.scale, layout.is_container, marker]
+        key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+        entry = cache_root() / environment.name / f"reference-run-{environment.scale}-{key}"
+        entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return cls(entry, layout, before)
+
+    async def write_what_it_left(self) -> bool:
+        """Write the kept run's result over the workspace; False when there is none."""
+        from rebench.sandbox_lib.cache import is_complete
+
+        if not is_complete(self.entry):
+            return False
+        kept = self.entry / self.FILES
+        await write_over_workspace({p.relative_to(kept).as_posix(): p for p in kept.rglob("*") if p.is_file()})
+        removed = json.loads((self.entry / self.REMOVED).read_text())
+        if removed:
+            await checked_exec(["rm", "-f", "--", *removed], cwd=self.layout.workspace)
+        transcript().info(
+            f"Reference solution: its {REFERENCE_SCRIPT} ran before from these same inputs; what it left is written "
+            f"over the workspace instead of running it again (kept in {self.entry})."
+        )
+        return True
+
+    async def keep_what_it_left(self) -> None:
+        """Keep the files the run added, changed or removed in the workspace (read out of the sandbox in one
+        archive), for the next run from the same inputs."""
+        from rebench.sandbox_lib.cache import cached_entry
+
+        after = await _workspace_digests(self.layout)
+        written = sorted(path for path, digest in after.items() if self.before.get(path) != digest)
+        removed = sorted(set(self.before) - set(after))
+        archive = b""
+        if written:
+            archive_path = f"{self.layout.protected}/reference-run.tar"
+            await checked_exec(["tar", "-c", "-f", archive_path, "--", *written], cwd=self.layout.workspace)
+            try:
+                archive = await sandbox().read_file(archive_path, text=False)
+            finally:
+                await checked_exec(["rm", "-f", archive_path])
+
+        def build(folder: Path) -> None:
+            (folder / self.FILES).mkdir()
+            if archive:
+                with tarfile.open(fileobj=io.BytesIO(archive)) as unpacked:
+                    unpacked.extractall(folder / self.FILES, filter="data")
+            (folder / self.REMOVED).write_text(json.dumps(removed))
+
+        cached_entry(self.entry, build)
 
 
 def solution_check(entry: ScoreEntry, expected: float) -> dict:

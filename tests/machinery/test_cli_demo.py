@@ -1,5 +1,6 @@
 """`rebench demo` tells the truth: a verdict per solution with its reason, units, and a failing exit status."""
 
+import os
 import shutil
 
 import pytest
@@ -14,7 +15,7 @@ def toys(toy_environment, tmp_path, monkeypatch):
     """`toy` (start 10 s → 0, reference 5 s → 1); `toy_off`, the same with a reference anchor of 2 s: its reference
     solution lands at ln(10/5)/ln(10/2) = 0.431, outside 1 ± 0.25; `toy_start_off`, with a start anchor of 14 s: its
     starting solution lands at ln(14/10)/ln(14/5) = 0.327, outside 0 ± 0.25; `toy_broken`, whose reference
-    solution's solve.sh fails."""
+    solution's solve.sh fails; `toy_timed`, the toy measuring its smoke anchors at setup (2 runs each)."""
     from rebench.environments import ENVIRONMENTS, TASKS
 
     toy = toy_environment.model_copy(update={"raw_unit": "s"})
@@ -26,12 +27,16 @@ def toys(toy_environment, tmp_path, monkeypatch):
     broken = shutil.copytree(toy.folder, tmp_path / "toy_broken")
     (broken / "reference" / "solve.sh").write_text("echo 'the reference is broken' >&2\nexit 3\n")
     toy_broken = toy.model_copy(update={"name": "toy_broken", "location": broken})
-    for environment in (toy, anchored("toy_off", 10.0, 2.0), anchored("toy_start_off", 14.0, 5.0), toy_broken):
+    toy_timed = toy.model_copy(update={"name": "toy_timed", "smoke_anchor_runs": 2})
+    toys = (toy, anchored("toy_off", 10.0, 2.0), anchored("toy_start_off", 14.0, 5.0), toy_broken, toy_timed)
+    for environment in toys:
         monkeypatch.setitem(ENVIRONMENTS, environment.name, environment)
         monkeypatch.setitem(
             TASKS,
             environment.name,
-            lambda spec=environment, scale="full", **kwargs: build_task(spec.at(scale), **kwargs),
+            lambda spec=environment, scale="full", anchors=None, **kwargs: build_task(
+                spec.at(scale, anchors), **kwargs
+            ),
         )
     monkeypatch.setattr(cli.arguments, "environment_names", lambda: sorted(ENVIRONMENTS))
 
@@ -115,3 +120,37 @@ def test_a_failed_sample_is_one_row_with_its_errors_text(toys, tmp_path, capsys)
     ]
     [failure] = [line for line in lines if line.startswith("FAIL ")]
     assert failure.startswith("FAIL toy_broken -: reference solution failed (exit 3): the reference is broken")
+
+
+def test_a_timed_environments_anchors_from_a_passing_demo_are_reused_while_the_load_is_the_same(
+    toys, tmp_path, monkeypatch, capsys
+):
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    from rebench_inspect.runtime.measured_anchors import MEASURED_AT_SETUP
+
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.3, 0.3))
+    runs = iter(range(10))
+
+    def demo(*options: str) -> tuple[str, str]:
+        """What the demo said about the anchors, and the provenance of those its sample scored with."""
+        logs = tmp_path / f"logs-{next(runs)}"
+        assert cli.main(["demo", "toy_timed", "--log-dir", str(logs), *options]) == 0
+        [said] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[1/1] toy_timed: ") and "anchors" in line]
+        [log] = [read_eval_log(info) for info in list_eval_logs(str(logs))]
+        return said, log.samples[0].scores["rebench_scorer"].metadata["anchors"]["provenance"]
+
+    said, provenance = demo()
+    assert said == "[1/1] toy_timed: measuring its smoke anchors (no earlier demo measured them)"
+    assert provenance.startswith(MEASURED_AT_SETUP)
+    said, provenance = demo()
+    assert said.startswith("[1/1] toy_timed: reusing the smoke anchors the demo of ")
+    assert said.endswith(" measured (load average 0.3, now 0.3)")
+    assert provenance.startswith("calibration file ") and "demo-anchors.json" in provenance
+    said, provenance = demo("--fresh")
+    assert said == "[1/1] toy_timed: measuring its smoke anchors (--fresh)" and provenance.startswith(MEASURED_AT_SETUP)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    said, provenance = demo()
+    assert said == "[1/1] toy_timed: measuring its smoke anchors (the load average is 1.0, 0.3 when a demo measured them)"
+    assert provenance.startswith(MEASURED_AT_SETUP)

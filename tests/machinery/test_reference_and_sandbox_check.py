@@ -1,10 +1,15 @@
 """The reference solver and the sandbox check, on the toy environment (start 10 s → 0, reference 5 s → 1)."""
 
+import shutil
+
 import pytest
 from inspect_ai import eval
+from inspect_ai.log import resolve_sample_attachments
 from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.util import sandbox
 
 from rebench_inspect.runtime.reference import install_reference_solution, sandbox_check_task
+from rebench_inspect.runtime.state import current_layout
 from rebench_inspect.runtime.task import build_task
 from rebench_inspect.spec.environment import Anchors
 
@@ -104,3 +109,74 @@ def test_sandbox_check_calls_a_score_log_that_does_not_begin_with_the_start_a_ha
     # `rebench demo` shows it as one FAIL row with that explanation
     [row] = demo_rows(toy_environment, log)
     assert (row.solution, row.status, row.verdict) == ("-", "error", "FAIL") and row.reason == check.explanation
+
+
+# A reference whose solve.sh says each time it runs, writes the answer, makes a file and removes another (gone.txt,
+# one of the reference's files).
+SOLVE_AND_COUNT = """echo ran >> {runs}
+echo 5 > answer.txt
+echo made > made.txt
+rm gone.txt
+"""
+
+
+@pytest.fixture
+def counting_reference(toy_environment, tmp_path, monkeypatch):
+    """The toy with a solve.sh that counts its runs in the returned file; the cache in `tmp_path`."""
+    monkeypatch.setenv("REBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = shutil.copytree(toy_environment.folder, tmp_path / "toy_solving")
+    runs = tmp_path / "runs.txt"
+    (folder / "reference" / "answer.txt").unlink()
+    (folder / "reference" / "gone.txt").write_text("to be removed by solve.sh\n")
+    (folder / "reference" / "solve.sh").write_text(SOLVE_AND_COUNT.format(runs=runs))
+    return toy_environment.model_copy(update={"location": folder}), runs
+
+
+@solver
+def reference_then_listed(environment, reuse_earlier_run: bool):
+    """Installs the reference, then keeps the workspace's file names in the sample's metadata."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        await install_reference_solution(environment.at("smoke"), reuse_earlier_run)
+        listed = await sandbox().exec(["ls", current_layout().workspace])
+        state.metadata["workspace"] = sorted(listed.stdout.split())
+        return state
+
+    return solve
+
+
+def checked_with_reference(environment, reuse_earlier_run: bool):
+    task = sandbox_check_task(
+        environment,
+        build_task(environment.at("smoke"), sandbox="local"),
+        reference_then_listed(environment, reuse_earlier_run),
+    )
+    [log] = eval(task, model="none", display="none", log_dir=None)
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    sample = resolve_sample_attachments(sample)  # long info lines are kept as attachments
+    infos = [event.data for event in sample.events if event.event == "info"]
+    return sample, " ".join(str(info) for info in infos)
+
+
+def test_a_reference_run_from_the_same_inputs_is_reused_only_when_asked(counting_reference):
+    environment, runs = counting_reference
+    sample, said = checked_with_reference(environment, reuse_earlier_run=True)
+    assert runs.read_text().splitlines() == ["ran"] and "Running the reference solution's solve.sh" in said
+    assert sample.scores["anchors_reproduced"].value == "C"
+    assert sample.metadata["workspace"] == ["answer.txt", "made.txt", "solve.sh"]
+    # the same inputs: what the first run left is written over the workspace (made.txt made, gone.txt removed)
+    sample, said = checked_with_reference(environment, reuse_earlier_run=True)
+    assert runs.read_text().splitlines() == ["ran"] and "ran before from these same inputs" in said
+    assert sample.scores["anchors_reproduced"].value == "C"
+    assert sample.scores["anchors_reproduced"].metadata["reference"]["raw"] == 5.0
+    assert sample.metadata["workspace"] == ["answer.txt", "made.txt", "solve.sh"]
+    # not asked: it runs
+    checked_with_reference(environment, reuse_earlier_run=False)
+    assert runs.read_text().splitlines() == ["ran"] * 2
+    # another reference (any file of the environment's folder): another run
+    (environment.folder / "reference" / "solve.sh").write_text(
+        SOLVE_AND_COUNT.format(runs=runs).replace("made", "made again")
+    )
+    sample, said = checked_with_reference(environment, reuse_earlier_run=True)
+    assert runs.read_text().splitlines() == ["ran"] * 3 and "ran before" not in said

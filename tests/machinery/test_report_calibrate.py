@@ -101,7 +101,11 @@ def test_a_calibration_run_measures_the_start_and_the_reference_once_each(toy_en
     from rebench_inspect.tools.calibrate import run_calibration
 
     monkeypatch.setitem(ENVIRONMENTS, "toy", toy_environment)
-    monkeypatch.setitem(TASKS, "toy", lambda scale="full", **kwargs: build_task(toy_environment.at(scale), **kwargs))
+    monkeypatch.setitem(
+        TASKS,
+        "toy",
+        lambda scale="full", anchors=None, **kwargs: build_task(toy_environment.at(scale, anchors), **kwargs),
+    )
     document = run_calibration("toy", 2, "local", "smoke", str(tmp_path))
     assert document["measured"]["start"]["raw_values"] == [10.0, 10.0]
     assert document["measured"]["reference"]["raw_values"] == [5.0, 5.0]
