@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 COLD_PREPARATION_MINUTES = 10
 # A timed environment's smoke anchors as the last demo that passed it measured them, kept as an anchors file in the
 # environment's cache folder and reused while its code is unchanged and the machine is as busy as it was then (the
-# 1-minute load average within LOAD_TOLERANCE): measuring them costs optimize_llm_foundry four LLM Foundry runs, about
-# 100 s of a warm demo's 3 minutes. `--fresh` measures them again.
+# 1-minute load average within LOAD_TOLERANCE): measuring them costs the slowest timed environment four scoring runs,
+# about 90 s, more than half of a warm demo. `--fresh` measures them again.
 DEMO_ANCHORS = "demo-anchors.json"
 LOAD_TOLERANCE = 0.5
 

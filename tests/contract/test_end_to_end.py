@@ -1,6 +1,10 @@
 """Every discovered environment end to end at smoke scale on the local sandbox: a scripted agent lists its
 workspace, puts the reference solution's result in place (built once per machine by the fixture `reference_result`),
 scores it, reads its score log and submits; the start and the reference reproduce the environment's smoke anchors.
+A timed environment keeps its built-in smoke anchors here (measuring them at setup adds `smoke_anchor_runs` scoring
+runs each of the start and the reference: four LLM Foundry runs, 90 s of a test that runs alone) and its times are
+checked by their order; its normalisation against anchors measured at setup is the Docker tier's check
+(tests/docker/test_environments.py) and the kernel's under load (tests/optimize_kernel/test_busy_machine.py).
 
 What is specific to one environment stays in its folder (tests/<env>/): rust's proxy budgets, finetune's judge and
 re-scoring, the kernel under load, scaling_law's last-answer rule.
@@ -14,7 +18,7 @@ import pytest
 from rebench.environments import ENVIRONMENTS
 from rebench_inspect.runtime.reference import SANDBOX_CHECK_TOLERANCE
 from rebench_inspect.runtime.sandbox import local_problems
-from rebench_inspect.testing.fixtures import scored_sample
+from rebench_inspect.testing.fixtures import fixed_smoke_anchors, scored_sample
 from rebench_inspect.testing.scripted import scripted_agent, tool_call
 
 
@@ -22,11 +26,12 @@ from rebench_inspect.testing.scripted import scripted_agent, tool_call
 class Reproduction:
     """How closely one environment's smoke run lands on its anchors: the raw distance of the start and of the
     reference from `anchors.start` and `anchors.reference` (None: it varies with the machine, as a timed
-    environment's, so only the order counts), and the normalised score the reference must pass."""
+    environment's, so only the order counts), and the normalised score the reference must pass (None: a timed
+    environment's, normalised here against anchors measured on another machine)."""
 
     start_within: float | None
     reference_within: float | None
-    normalised_above: float
+    normalised_above: float | None
     programs: tuple[str, ...] = ()  # what it runs on this machine beyond Python (skips without them)
     fast: bool = False  # in the fast tier; every other one is `slow`
 
@@ -35,8 +40,8 @@ REPRODUCTIONS = {
     # The smoke judge is deterministic, the reference's training is not across CPUs: the sandbox check's tolerance.
     "finetune_target": Reproduction(1e-6, None, 1 - SANDBOX_CHECK_TOLERANCE),
     "fix_embedding": Reproduction(1.0, 0.3, 0.8),  # the start varies with the sample's secret permutation
-    "optimize_kernel": Reproduction(None, None, 0.5),  # the reference is much faster even in the CPU interpreter
-    "optimize_llm_foundry": Reproduction(None, None, 0.5),
+    "optimize_kernel": Reproduction(None, None, None),  # the reference is much faster even in the CPU interpreter
+    "optimize_llm_foundry": Reproduction(None, None, None),
     "restricted_mlm": Reproduction(0.05, 0.05, 0.9, fast=True),
     "rust_codecontests": Reproduction(0.0, 0.0, 1 - 1e-6, programs=("rustc",)),
     "scaling_law": Reproduction(1e-6, 0.1, 0.8),
@@ -73,7 +78,7 @@ def test_scripted_agent_reproduces_the_smoke_anchors(environment, smoke_eval, re
             tool_call("score_log"),
         ]
     )
-    sample, score = scored_sample(smoke_eval(environment, agent))
+    sample, score = scored_sample(smoke_eval(environment, agent, anchors=fixed_smoke_anchors(environment)))
     listing, _, scored, score_log = [m.text for m in sample.messages if m.role == "tool"][:4]
     starting_files = {path.name for path in smoke_assets.workspace.iterdir() if not path.name.startswith(".")}
     assert starting_files <= set(listing.split()), listing
@@ -90,5 +95,6 @@ def test_scripted_agent_reproduces_the_smoke_anchors(environment, smoke_eval, re
         assert reference["raw"] == pytest.approx(anchors.reference, abs=expected.reference_within)
     better = reference["raw"] < start["raw"] if environment.lower_is_better else reference["raw"] > start["raw"]
     assert better, (start["raw"], reference["raw"])
-    assert reference["normalised"] > expected.normalised_above, reference
-    assert score.value["normalised"] > expected.normalised_above, score.value
+    if expected.normalised_above is not None:
+        assert reference["normalised"] > expected.normalised_above, reference
+        assert score.value["normalised"] > expected.normalised_above, score.value
