@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
     from ..spec.environment import EnvironmentSpec
 
-# A cold `rebench demo` on a 2-core machine (README; benchmarks/*_timings.py for the per-environment parts).
-COLD_PREPARATION_MINUTES = 10
+# What a cold cache adds to `rebench demo` on an idle 2-core machine: about 100 s measured on 2026-12-06, rounded up for
+# a busier one (README; benchmarks/*_timings.py for the per-environment parts).
+COLD_PREPARATION_MINUTES = 3
 # A timed environment's smoke anchors as the last demo that passed it measured them, kept as an anchors file in the
 # environment's cache folder and reused while its code is unchanged and the machine is as busy as it was then (the
 # 1-minute load average within LOAD_TOLERANCE): measuring them costs the slowest timed environment four scoring runs,
