@@ -23,7 +23,7 @@ def reference_solution(reuse_earlier_run: bool = False) -> Solver:
 
     Args:
         reuse_earlier_run: Where the reference's `solve.sh` ran before from the same inputs (environment code,
-            prepared assets, workspace), write what it left instead of running it again.
+            scale, kind of sandbox, prepared assets), write what it left instead of running it again.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

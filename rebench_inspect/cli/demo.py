@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .arguments import add_environment
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from inspect_ai.log import EvalLog
 
     from ..spec.environment import EnvironmentSpec
@@ -107,14 +109,18 @@ def demo_rows(environment: "EnvironmentSpec", log: "EvalLog") -> list[DemoRow]:
     return [solution_row(environment, solution, checks[solution]) for solution in ("starting", "reference")]
 
 
+def demo_anchors_path(environment: "EnvironmentSpec") -> "Path":
+    from rebench.sandbox_lib.paths import cache_root
+
+    return cache_root() / environment.name / DEMO_ANCHORS
+
+
 def remembered_anchors(environment: "EnvironmentSpec") -> tuple[str | None, str]:
     """The anchors file of what the last passing demo measured for `environment`, if it may be reused now; and why
     (not)."""
-    from rebench.sandbox_lib.paths import cache_root
-
     from ..runtime.reference import environment_code_digest
 
-    path = cache_root() / environment.name / DEMO_ANCHORS
+    path = demo_anchors_path(environment)
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -127,16 +133,15 @@ def remembered_anchors(environment: "EnvironmentSpec") -> tuple[str | None, str]
             None,
             f"measuring its smoke anchors (the load average is {load:.1f}, {then:.1f} when a demo measured them)",
         )
-    return str(
-        path
-    ), f"reusing the smoke anchors the demo of {document['date']} measured (load average {then:.1f}, now {load:.1f})"
+    said = (
+        f"reusing the smoke anchors the demo of {document['date']} measured (load average {then:.1f}, now {load:.1f})"
+    )
+    return str(path), said
 
 
 def remember_anchors(environment: "EnvironmentSpec", log: "EvalLog", load_average: float) -> None:
     """Keep the anchors this demo measured at the sample's setup, when the check passed with them."""
     from inspect_ai.scorer import CORRECT
-
-    from rebench.sandbox_lib.paths import cache_root
 
     from ..runtime.measured_anchors import MEASURED_AT_SETUP
     from ..runtime.reference import environment_code_digest
@@ -161,7 +166,7 @@ def remember_anchors(environment: "EnvironmentSpec", log: "EvalLog", load_averag
         "load_average": load_average,
         "code": environment_code_digest(environment),
     }
-    path = cache_root() / environment.name / DEMO_ANCHORS
+    path = demo_anchors_path(environment)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # root-only, as preparation makes it
     path.write_text(json.dumps(document, indent=2) + "\n")
 

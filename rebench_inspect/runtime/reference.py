@@ -39,9 +39,9 @@ async def write_over_workspace(files: Mapping[str, Path]) -> None:
 async def install_reference_solution(environment: ResolvedEnvironment, reuse_earlier_run: bool = False) -> None:
     """Copy the reference files over the workspace, then run `solve.sh` there as the agent user if present.
 
-    `reuse_earlier_run`: where an earlier run of `solve.sh` started from the same workspace, the same prepared
-    assets and the same environment code (`ReferenceRun`), write what it left instead of running it again (a smoke
-    reference trains models for a minute; `rebench demo` reruns it only when asked)."""
+    `reuse_earlier_run`: where an earlier run of `solve.sh` started from the same environment code, scale, kind of
+    sandbox and prepared assets (`ReferenceRun`), write what it left instead of running it again (a smoke reference
+    trains models for a minute; `rebench demo` reruns it only when asked)."""
     layout = current_layout()
     files = reference_files(environment.spec)
     await write_over_workspace(files)
