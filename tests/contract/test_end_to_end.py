@@ -3,8 +3,9 @@ workspace, puts the reference solution's result in place (built once per machine
 scores it, reads its score log and submits; the start and the reference reproduce the environment's smoke anchors.
 A timed environment keeps its built-in smoke anchors here (measuring them at setup adds `smoke_anchor_runs` scoring
 runs each of the start and the reference: four LLM Foundry runs, 90 s of a test that runs alone) and its times are
-checked by their order; its normalisation against anchors measured at setup is the Docker tier's check
-(tests/docker/test_environments.py) and the kernel's under load (tests/optimize_kernel/test_busy_machine.py).
+checked by their order. Measuring anchors at setup (one piece of machinery for every timed environment) is checked
+on optimize_kernel, in its container (tests/docker/test_environments.py) and under load
+(tests/optimize_kernel/test_busy_machine.py); `rebench demo` measures optimize_llm_foundry's.
 
 What is specific to one environment stays in its folder (tests/<env>/): rust's proxy budgets, finetune's judge and
 re-scoring, the kernel under load, scaling_law's last-answer rule.

@@ -61,7 +61,9 @@ INSTRUCTION_COMMANDS: dict[str, list[tuple[str, dict[str, str], str]]] = {
 # agent bridge (about 0.4 s of CPU): about 450 s of its 600 s eval in CI, the Docker tier's longest test. Its training
 # through the judge's door runs on the local sandbox (tests/finetune_target/test_eval.py); here the agent's own judge
 # calls reach the door in the container (INSTRUCTION_COMMANDS) and every scoring run's judge calls the scoring door.
-REFERENCE_BUILT_ON_THE_HOST = {"finetune_target"}
+# restricted_mlm's reference trains its model again from scratch: 376 s in a cold CI (2026-12-06), the same training
+# the host's contract test has done by then; scaling_law's and fix_embedding's references still train in their images.
+REFERENCE_BUILT_ON_THE_HOST = {"finetune_target", "restricted_mlm"}
 
 
 def shell_calls(name: str) -> list[tuple[str, dict[str, str], str]]:
@@ -140,10 +142,16 @@ def reference(name, prepared_smoke_assets) -> Callable[[], Solver]:
     return lambda: reference_result_written(cached_reference_result(environment, prepared_smoke_assets(environment)))
 
 
+# The timed environment whose eval here measures its anchors at setup, in the container (rebench_inspect's
+# measured_anchors, the same for every timed environment): optimize_kernel's runs take seconds. optimize_llm_foundry's
+# would add four LLM Foundry runs to a test that runs alone, minutes that the host tiers wait out in CI; it keeps its
+# built-in smoke anchors here and its times are checked by their order, as in the contract test.
+ANCHORS_MEASURED_IN_THE_CONTAINER = {"optimize_kernel"}
+
+
 def run(name: str, reference: Callable[[], Solver], measured_anchors: bool = False) -> EvalLog:
-    """The environment's smoke eval in Docker (module docstring). Only a test of the normalised scores needs the
-    timed environments' anchors measured at setup (several scoring runs each of the start and the reference: minutes
-    for optimize_llm_foundry); the others keep the fixed ones."""
+    """The environment's smoke eval in Docker (module docstring). Only a test of the normalised scores needs a
+    timed environment's anchors measured at setup; the others keep the fixed ones."""
     anchors = None if measured_anchors else fixed_smoke_anchors(ENVIRONMENTS[name])
     task = TASKS[name](scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=anchors)
     task.solver = chain(reference(), task.solver)
@@ -169,21 +177,27 @@ def evals() -> dict[str, EvalLog]:
 @pytest.mark.timed
 def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image, evals, reference):
     """Setup scores the starting solution (the score log's first entry) before the reference solver installs the
-    reference, which the final entry scores. This test runs the environment's eval itself, its anchors measured
-    (alone on the host: `timed`); the other tests here read that eval."""
-    smoke_image(ENVIRONMENTS[name])
-    evals[name] = run(name, reference, measured_anchors=True)
+    reference, which the final entry scores. This test runs the environment's eval itself, a timed environment's
+    anchors measured at setup where ANCHORS_MEASURED_IN_THE_CONTAINER says so (alone on the host: `timed`); the other
+    tests here read that eval."""
+    environment = ENVIRONMENTS[name]
+    smoke_image(environment)
+    timed = environment.transform is Transform.LOG
+    order_only = timed and name not in ANCHORS_MEASURED_IN_THE_CONTAINER
+    evals[name] = run(name, reference, measured_anchors=not order_only)
     score = final(evals[name])
     start = score.metadata["score_log"][0]
     assert start["label"] == "start" and start["valid"], start
+    assert score.metadata["valid"], score.explanation
+    if order_only:  # fixed anchors from an idle machine: only the order of the two times counts
+        assert score.metadata["score_log"][-1]["raw"] < start["raw"], score.metadata["score_log"]
+        return
     # Timed environments (ln of a run time) measure CPU speed: on a shared 2-core machine a run took up to 7x the
     # anchor's time (normalised 0.5 with optimize_kernel's smoke anchors 56x apart); other metrics are stable.
     # CI saw the kernel's reference at 0.74999 against anchors measured minutes earlier on the same machine: the
     # reference's floor leaves a timed environment the same room as its start.
-    timed = ENVIRONMENTS[name].transform is Transform.LOG
     tolerance = 0.6 if timed else 0.15
     assert math.isclose(start["normalised"], 0.0, abs_tol=tolerance), start
-    assert score.metadata["valid"], score.explanation
     assert score.value["normalised"] >= (1 - tolerance if timed else 0.75), score.value
 
 
