@@ -61,8 +61,9 @@ IMAGE_AGENT = "image-agent-process-slots"
 
 
 def runs_alone(item: pytest.Item) -> bool:
-    """Whether the test takes the host lock alone (see above)."""
-    if item.get_closest_marker("timed") is None:
+    """Whether the test takes the host lock alone (see above); `timed(only=NAMES)` narrows it to those environments."""
+    timed = item.get_closest_marker("timed")
+    if timed is None:
         return False
     params = item.callspec.params if hasattr(item, "callspec") else {}
     environment = params.get("environment", params.get("name"))
@@ -71,7 +72,7 @@ def runs_alone(item: pytest.Item) -> bool:
     from rebench.environments import ENVIRONMENTS
 
     spec = ENVIRONMENTS[environment] if isinstance(environment, str) else environment
-    return spec.smoke_anchor_runs > 0
+    return spec.smoke_anchor_runs > 0 and spec.name in timed.kwargs.get("only", {spec.name})
 
 
 @pytest.hookimpl(tryfirst=True)

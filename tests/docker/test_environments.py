@@ -52,6 +52,10 @@ INSTRUCTION_COMMANDS: dict[str, list[tuple[str, dict[str, str], str]]] = {
         ("python", {"code": KERNEL_EXAMPLE}, "[0, 2, 2, 2, 7]"),
     ],
     "rust_codecontests": [("bash", {"command": "python validate.py --help"}, "--public-only")],
+    # one experiment under the cap, as the instructions run them (the example config itself is over the cap)
+    "scaling_law": [
+        ("bash", {"command": "printf 'n_embd = 8\\nmax_iters = 10\\n' > tiny.py && python train.py tiny.py"}, "RESULT ")
+    ],
     # the judge through the agent's door in the container (the instructions' evaluation.py)
     "finetune_target": [("bash", {"command": "python evaluation.py --prompts 2"}, '"win_rate"')],
 }
@@ -61,10 +65,12 @@ INSTRUCTION_COMMANDS: dict[str, list[tuple[str, dict[str, str], str]]] = {
 # agent bridge (about 0.4 s of CPU): about 450 s of its 600 s eval in CI, the Docker tier's longest test. Its training
 # through the judge's door runs on the local sandbox (tests/finetune_target/test_eval.py); here the agent's own judge
 # calls reach the door in the container (INSTRUCTION_COMMANDS) and every scoring run's judge calls the scoring door.
-# restricted_mlm's reference trained its model from scratch in the container: 376 s in a cold CI (2026-12-06), the
-# same training as the host's contract test's, whose cached result (built once per machine, by whichever test asks
-# first) serves both now; scaling_law's and fix_embedding's references still train in their images.
-REFERENCE_BUILT_ON_THE_HOST = {"finetune_target", "restricted_mlm"}
+# restricted_mlm's reference trained its model from scratch in the container: 376 s in a cold CI (2026-12-06);
+# scaling_law's ran its 18 experiments (about 200 s in CI) and fix_embedding's its repair (about 120 s): the same
+# work as the host's contract tests', whose cached result (built once per machine, by whichever test asks first)
+# serves both now. scaling_law's experiment launcher still runs in the container, as the agent, through the
+# instructions' command (INSTRUCTION_COMMANDS).
+REFERENCE_BUILT_ON_THE_HOST = {"finetune_target", "fix_embedding", "restricted_mlm", "scaling_law"}
 
 
 def shell_calls(name: str) -> list[tuple[str, dict[str, str], str]]:
@@ -102,6 +108,14 @@ PROBES = {
 }
 
 
+# Every file created or changed since Docker made the container (and wrote its /etc/hostname): a copy of the score log
+# can only be one of them. The status-change time, which no tar extraction or `touch` sets back; reading only these
+# spares a grep through the image's gigabytes of packages (optimize_llm_foundry's 6.7 GB stack).
+CHANGED_IN_THE_CONTAINER = (
+    "find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -cnewer /etc/hostname -print0"
+)
+
+
 @scorer(metrics=[])
 def container_probe():
     """Runs after rebench's final score: agent processes still alive, and any file holding the score log."""
@@ -109,11 +123,7 @@ def container_probe():
     async def score(state: TaskState, target: Target) -> Score:
         alive = await sandbox().exec(["sh", "-c", "pgrep -u agent -c || true"])
         log_copies = await sandbox().exec(
-            [
-                "sh",
-                "-c",
-                f"grep -rlsF '{store_key('score_log')}' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev || true",
-            ]
+            ["sh", "-c", f"{CHANGED_IN_THE_CONTAINER} | xargs -0 -r grep -lsF '{store_key('score_log')}' || true"]
         )
         return Score(
             value=0,
@@ -144,9 +154,11 @@ def reference(name, prepared_smoke_assets) -> Callable[[], Solver]:
 
 
 # The timed environment whose eval here measures its anchors at setup, in the container (rebench_inspect's
-# measured_anchors, the same for every timed environment): optimize_kernel's runs take seconds. optimize_llm_foundry's
-# would add four LLM Foundry runs to a test that runs alone, minutes that the host tiers wait out in CI; it keeps its
-# built-in smoke anchors here and its times are checked by their order, as in the contract test.
+# measured_anchors, the same for every timed environment): optimize_kernel's runs take seconds. It runs alone on the
+# host (`timed`). optimize_llm_foundry's would add four LLM Foundry runs; it keeps its built-in smoke anchors here and
+# only the validity of its start and reference counts, so its eval runs beside the other lane (220 s that the host
+# tiers waited out in a cold CI, 2026-12-06): the order of its two times, which needs a quiet machine, is checked on
+# the host, alone (the contract test, and tests/optimize_llm_foundry/test_scoring.py::test_start_and_reference).
 ANCHORS_MEASURED_IN_THE_CONTAINER = {"optimize_kernel"}
 
 
@@ -175,7 +187,7 @@ def evals() -> dict[str, EvalLog]:
     return {}
 
 
-@pytest.mark.timed
+@pytest.mark.timed(only=ANCHORS_MEASURED_IN_THE_CONTAINER)
 def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, smoke_image, evals, reference):
     """Setup scores the starting solution (the score log's first entry) before the reference solver installs the
     reference, which the final entry scores. This test runs the environment's eval itself, a timed environment's
@@ -184,14 +196,13 @@ def test_start_scores_zero_and_the_reference_reaches_the_smoke_reference(name, s
     environment = ENVIRONMENTS[name]
     smoke_image(environment)
     timed = environment.transform is Transform.LOG
-    order_only = timed and name not in ANCHORS_MEASURED_IN_THE_CONTAINER
-    evals[name] = run(name, reference, measured_anchors=not order_only)
+    validity_only = timed and name not in ANCHORS_MEASURED_IN_THE_CONTAINER
+    evals[name] = run(name, reference, measured_anchors=not validity_only)
     score = final(evals[name])
     start = score.metadata["score_log"][0]
     assert start["label"] == "start" and start["valid"], start
     assert score.metadata["valid"], score.explanation
-    if order_only:  # fixed anchors from an idle machine: only the order of the two times counts
-        assert score.metadata["score_log"][-1]["raw"] < start["raw"], score.metadata["score_log"]
+    if validity_only:  # its times, taken beside the other lane's tests, say nothing (above)
         return
     # Timed environments (ln of a run time) measure CPU speed: on a shared 2-core machine a run took up to 7x the
     # anchor's time (normalised 0.5 with optimize_kernel's smoke anchors 56x apart); other metrics are stable.

@@ -1,8 +1,9 @@
 """What the agent shares with root in its container, used up by the agent, cannot turn its score into an errored sample.
 
-One smoke eval in Docker (the generated sandbox) per environment, whose scripted agent, as `agent`, uses up each
-shared resource and leaves it so: every byte of the capped temporary folders, then every process slot it can get,
-held by a background loop that grabs any slot freed; it scores after each. Every scoring run (the agent's two, then
+One smoke eval in Docker (the generated sandbox) per environment whose scoring runs in the agent's container, and one
+for all those that score apart (below). Its scripted agent, as `agent`, uses up each shared resource and leaves it so:
+every byte of the capped temporary folders, then every process slot it can get, held by a background loop that grabs
+any slot freed; it scores after each. Every scoring run (the agent's two, then
 the final stop and score) must end in a verdict. Before the fixes, the scoring program's work folder in /tmp found no
 free byte, and the harness's own `docker exec` no free process slot: the sample errored, which the report leaves out
 and `--retry-on-error` reruns. (Each attack had an eval of its own until 2026-12-06; one eval saves the Docker tier a
@@ -80,8 +81,25 @@ def fills_the_temporary_folders(name: str) -> bool:
     return name not in SERVICES_IN_THE_AGENTS_TEMP
 
 
+# Scoring apart (`isolated_scoring`), the scoring program runs in the scoring service: in the agent's container only the
+# harness's own steps run (`run_scoring_program`: the freeze, the workspace packed into a root-only folder and read
+# out, the resume; then the final stop), the same code for every such environment, so the cheapest of them stands
+# for all here. Each of the others repeated it around its own workload under these conditions: optimize_llm_foundry's
+# five fine-tuning runs took 544 s of a cold CI (2026-12-06), rust_codecontests' 182 s, restricted_mlm's 156 s.
+SCORING_APART_STANDS_FOR_ALL = "optimize_kernel"
+EXHAUSTED_ENVIRONMENTS = [
+    name
+    for name in DOCKER_ENVIRONMENTS
+    if not ENVIRONMENTS[name].isolated_scoring or name == SCORING_APART_STANDS_FOR_ALL
+]
+
+
+def test_the_environment_standing_for_those_that_score_apart_scores_apart():
+    assert ENVIRONMENTS[SCORING_APART_STANDS_FOR_ALL].isolated_scoring
+
+
 @pytest.mark.holds_the_agents_process_slots
-@pytest.mark.parametrize("name", DOCKER_ENVIRONMENTS)
+@pytest.mark.parametrize("name", EXHAUSTED_ENVIRONMENTS)
 def test_full_temporary_folders_then_every_process_slot_held_still_end_in_verdicts(name, smoke_image):
     smoke_image(ENVIRONMENTS[name])
     fills = fills_the_temporary_folders(name)

@@ -43,9 +43,10 @@ class Callspec:
 class Item:
     markers: tuple[str, ...]
     params: dict = field(default_factory=dict)
+    marker_kwargs: dict[str, dict] = field(default_factory=dict)
 
     def get_closest_marker(self, name):
-        return name if name in self.markers else None
+        return pytest.Mark(name, (), self.marker_kwargs.get(name, {})) if name in self.markers else None
 
     @property
     def callspec(self):
@@ -58,6 +59,13 @@ def test_a_timed_test_over_environments_runs_alone_only_for_the_timed_ones(name)
     assert runs_alone(Item(("timed",), {"name": name})) is timed
     assert runs_alone(Item(("timed",), {"environment": ENVIRONMENTS[name]})) is timed
     assert runs_alone(Item((), {"name": name})) is False
+
+
+def test_a_timed_test_named_for_some_environments_runs_alone_only_for_those():
+    only = {"timed": {"only": {"optimize_kernel"}}}
+    assert runs_alone(Item(("timed",), {"name": "optimize_kernel"}, only))
+    assert not runs_alone(Item(("timed",), {"name": "optimize_llm_foundry"}, only))
+    assert not runs_alone(Item(("timed",), {"name": "scaling_law"}, only))
 
 
 def test_the_marked_tests_without_environments_run_alone():
