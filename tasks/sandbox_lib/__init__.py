@@ -14,6 +14,8 @@ the host from the installed package (tests, the `rebench score` CLI).
   the program the host runs over it before the final score.
 - `module_command` / `copy_modules` (modules.py): how a staged program runs, `python -m` from the staged tree;
   `evaluate_in_root_process` runs a scoring program's own evaluation step to its JSON outcome.
+- `thread_env` (threads.py): what a child process's environment needs to run torch on the scale's threads (one at
+  smoke scale).
 """
 
 from .checkpoints import check_untrusted_checkpoint, checkpoint_rules, load_untrusted_checkpoint, parameter_rules

@@ -372,3 +372,22 @@ def test_the_agents_code_refused_for_want_of_its_users_processes_is_invalid():
         held.kill()
         held.wait()
     assert refused.value.template is NO_PROCESS_LEFT
+
+
+def torch_threads_in_a_child(extra_env: dict[str, str]) -> int:
+    environment = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
+    counted = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        env={**environment, **extra_env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(counted.stdout)
+
+
+def test_a_child_started_with_the_scales_thread_env_runs_torch_on_one_thread_at_smoke_scale_only():
+    from rebench.sandbox_lib.threads import thread_env
+
+    assert torch_threads_in_a_child(thread_env("smoke")) == 1
+    assert torch_threads_in_a_child(thread_env("full")) == torch_threads_in_a_child({})  # torch's default

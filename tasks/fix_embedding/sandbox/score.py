@@ -19,6 +19,7 @@ import sys
 from rebench.sandbox_lib import Reason, Scored, ScoringRun, check_untrusted_checkpoint, main, parameter_rules
 from rebench.sandbox_lib.checkpoints import refusal
 from rebench.sandbox_lib.modules import evaluate_in_root_process
+from rebench.sandbox_lib.threads import thread_env
 from rebench.sandbox_lib.weights import max_checkpoint_bytes
 
 SUBMISSION = "fixed_model.pth"
@@ -29,7 +30,7 @@ TIMEOUTS_S = {"smoke": {"check": 60, "evaluate": 60}, "full": {"check": 100, "ev
 EVALUATED = Reason("fixed_model.pth loaded and evaluated on the held-out tokens")
 
 
-def minimal_env() -> dict[str, str]:
+def minimal_env(scale: str) -> dict[str, str]:
     # TMPDIR: the scoring program's root-only one (sandbox_lib.program.use_scratch); this child runs as root.
     keep = (
         "PATH",
@@ -40,7 +41,7 @@ def minimal_env() -> dict[str, str]:
         "NVIDIA_VISIBLE_DEVICES",
         "LD_LIBRARY_PATH",
     )
-    return {"LANG": "C.UTF-8", **{key: os.environ[key] for key in keep if os.environ.get(key)}}
+    return {"LANG": "C.UTF-8", **{key: os.environ[key] for key in keep if os.environ.get(key)}, **thread_env(scale)}
 
 
 def score(run: ScoringRun) -> Scored:
@@ -55,7 +56,7 @@ def score(run: ScoringRun) -> Scored:
         [str(clean), str(rules_file), str(run.protected), str(result_file)],
         result_file,
         timeout=run.timeout(timeouts["evaluate"]),
-        env=minimal_env(),
+        env=minimal_env(run.scale),
         refusal=lambda code: refusal(code, max_checkpoint_bytes(rules)),
     )
     details = {"on_gpu": outcome["device"] == "cuda", "eval_seconds": float(outcome["eval_seconds"])}

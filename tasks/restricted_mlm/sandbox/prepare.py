@@ -33,6 +33,7 @@ from rebench.lm_common import corpus
 from rebench.sandbox_lib import Preparation
 from rebench.sandbox_lib.cache import cached_entry
 from rebench.sandbox_lib.paths import cache_root
+from rebench.sandbox_lib.threads import thread_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -86,10 +87,11 @@ def starting_model_key(workspace: Path, assets_key: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def train_starting_model(workspace: Path, assets_key: str) -> None:
+def train_starting_model(workspace: Path, scale: str, assets_key: str) -> None:
     """Train the starting model with the workspace's own solution/train.py, as METR's task did at start-up, unless
-    it is there; trained once per content key into the cache (`sandbox_lib.cache`) and copied in. An image build
-    has no workspace files yet (they are laid out at task setup): it is trained then."""
+    it is there; trained once per content key into the cache (`sandbox_lib.cache`) and copied in, at smoke scale on
+    one thread (`sandbox_lib.threads`). An image build has no workspace files yet (they are laid out at task setup):
+    it is trained then."""
     solution = workspace / "solution"
     if not (solution / "train.py").exists():
         log("no solution/train.py yet: the starting model is trained at task setup")
@@ -102,7 +104,8 @@ def train_starting_model(workspace: Path, assets_key: str) -> None:
     def train(folder: Path) -> None:
         log("training the starting model with solution/train.py")
         output = folder / "basic_model.pt"
-        subprocess.run([sys.executable, "train.py", "--output", str(output)], cwd=solution, check=True)
+        environment = {**os.environ, **thread_env(scale)}
+        subprocess.run([sys.executable, "train.py", "--output", str(output)], cwd=solution, env=environment, check=True)
 
     entry, trained = cached_entry(entry, train)
     if not trained:
@@ -189,7 +192,7 @@ class _Preparation(Preparation):
     def prepare(self, scale: str, workspace: Path, protected: Path, **options: Any) -> str:
         outcome = super().prepare(scale, workspace, protected, **options)
         marker = self.marker(protected) or {}
-        train_starting_model(workspace, f"{scale}-{marker.get('key')}")
+        train_starting_model(workspace, scale, f"{scale}-{marker.get('key')}")
         return outcome
 
 

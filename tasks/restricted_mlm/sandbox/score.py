@@ -34,6 +34,7 @@ from rebench.sandbox_lib import (
     run_untrusted,
 )
 from rebench.sandbox_lib.modules import EVALUATION_FAILED, copy_modules, evaluate_in_root_process, module_command
+from rebench.sandbox_lib.threads import thread_env
 from rebench.sandbox_lib.untrusted_files import read_json
 
 SOLUTION = "solution"
@@ -71,10 +72,10 @@ EVALUATED = Reason("the forward pass uses only allowed operations; evaluated on 
 SETTINGS_UNREADABLE = Reason("the prepared evaluation settings (meta.json) are unreadable")
 
 
-def minimal_env(home: str) -> dict[str, str]:
+def minimal_env(home: str, scale: str) -> dict[str, str]:
     keep = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8"}
-    return {**env, **{key: os.environ[key] for key in keep if os.environ.get(key)}}
+    return {**env, **{key: os.environ[key] for key in keep if os.environ.get(key)}, **thread_env(scale)}
 
 
 def copy_out(source: Path, destination: Path, expected_uid: int | None) -> bool:
@@ -116,7 +117,7 @@ def export(run: ScoringRun, settings: dict) -> Path:
         cwd=cwd,
         user=run.run_as,
         timeout=run.timeout(TIMEOUTS_S[run.scale]["export"]),
-        env=minimal_env(account.pw_dir if account else os.environ.get("HOME", "/tmp")),
+        env=minimal_env(account.pw_dir if account else os.environ.get("HOME", "/tmp"), run.scale),
         file_size_limit=FILE_LIMITS["weights.pt"],
     )
     kill_descendants()  # anything the agent's code left behind (daemons) dies before its files are read
@@ -147,7 +148,7 @@ def evaluate(run: ScoringRun, program: Path) -> float:
         result_path,
         timeout=run.timeout(TIMEOUTS_S[run.scale]["evaluate"]),
         # this child runs as root: it keeps the scoring program's root-only TMPDIR (sandbox_lib.program.use_scratch)
-        env={**minimal_env(os.environ.get("HOME", "/root")), "TMPDIR": tempfile.gettempdir()},
+        env={**minimal_env(os.environ.get("HOME", "/root"), run.scale), "TMPDIR": tempfile.gettempdir()},
         refusal=lambda code: EVALUATION_REFUSALS.get(code, EVALUATION_FAILED),
     )
     run.details.update({key: outcome[key] for key in ("on_gpu", "ops_seen", "eval_seconds", "loss")})

@@ -65,6 +65,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    if scale == "smoke":
+        torch.set_num_threads(1)  # tiny models: one thread is fastest on the small CPUs the smoke scale is for
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
     data = np.memmap(DATA / "train.bin", dtype=np.uint16, mode="r")
