@@ -66,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if scale == "smoke":
-        torch.set_num_threads(1)  # tiny models: one thread is fastest on the small CPUs the smoke scale is for
+        torch.set_num_threads(1)  # as the starting model (sandbox_lib/threads.py): two threads spin on a busy small CPU
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
     data = np.memmap(DATA / "train.bin", dtype=np.uint16, mode="r")
