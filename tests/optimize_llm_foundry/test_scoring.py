@@ -5,6 +5,7 @@ faster. The weight reader and the outside timer are tested without the LLM Found
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -16,8 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from rebench.optimize_llm_foundry.sandbox import score as scoring_program
 from rebench.optimize_llm_foundry.sandbox.safetensors_weights import BadWeights, read_weights, weight_difference
 from rebench.optimize_llm_foundry.task import ENVIRONMENT, INSTRUCTION_FIELDS
+from rebench.sandbox_lib.threads import thread_env
 from rebench_inspect.runtime.sandbox import local_problems
 from rebench_inspect.runtime.staging import copy_workspace
 from rebench_inspect.testing import programs
@@ -131,7 +134,7 @@ def run_timer(tmp_path: Path, script: str, timeout: float) -> dict:
         try:
             seconds, status = score.time_finetune(
                 __import__("pathlib").Path({str(solution)!r}), None, __import__("pathlib").Path({str(tmp_path)!r}),
-                {timeout}, __import__("pathlib").Path({str(tmp_path / "log.txt")!r}))
+                {timeout}, __import__("pathlib").Path({str(tmp_path / "log.txt")!r}), "smoke")
             print(json.dumps({{"seconds": seconds, "status": status}}))
         except Invalid as ex:
             print(json.dumps({{"invalid": str(ex)}}))
@@ -170,6 +173,12 @@ def test_the_timer_stops_and_refuses_a_script_past_its_limit(tmp_path):
     assert "ran past the 2 s limit" in outcome["invalid"]
 
 
+def test_the_script_runs_torch_on_one_thread_at_smoke_only(tmp_path):
+    # On a busy 2-core machine torch's default threads spin: the starting finetune.sh took 82 s of CPU, 62 s on one.
+    assert scoring_program.script_environment(tmp_path, "smoke")["OMP_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in scoring_program.script_environment(tmp_path, "full")
+
+
 # --- with the LLM Foundry stack (slow: each scoring run trains the tiny model, ~20-60 s on 2 cores) ---
 
 
@@ -198,7 +207,12 @@ def stash(smoke, tmp_path_factory) -> Path:
     trained = tmp_path_factory.mktemp("stash") / "workspace"
     shutil.copytree(workspace, trained, symlinks=True)
     completed = subprocess.run(
-        ["bash", "finetune.sh"], cwd=trained / "solution", capture_output=True, text=True, timeout=900
+        ["bash", "finetune.sh"],
+        cwd=trained / "solution",
+        env={**os.environ, **thread_env("smoke")},  # as the scorer runs it
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     return trained / "solution"

@@ -52,6 +52,7 @@ from rebench.sandbox_lib import (
 from rebench.sandbox_lib.cache import cached_entry, one_timed_run_at_a_time
 from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.paths import cache_root
+from rebench.sandbox_lib.threads import thread_env
 
 from . import stack
 from .safetensors_weights import BadWeights, read_weights, weight_difference
@@ -140,35 +141,43 @@ def private_folder(parent: Path, name: str, user: str | None) -> Path:
     return folder
 
 
-def script_environment(home: Path) -> dict[str, str]:
+def script_environment(home: Path, scale: str) -> dict[str, str]:
     env = {name: os.environ[name] for name in PASSED_VARIABLES if name in os.environ}
     env.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home)})
     # Resolved here, with this program's HOME: the script's HOME is a private folder.
     env[stack.VENV_VARIABLE] = str(stack.llm_foundry_venv())
     env.setdefault("LANG", "C.UTF-8")
+    # One torch thread at smoke (sandbox_lib/threads.py): the starting finetune.sh took 82 s of CPU on a busy 2-core
+    # machine with torch's default, 62 s on one thread; the reference 30 s.
+    env.update(thread_env(scale))
     return env
 
 
 # LLM Foundry's data loader (mosaicml-streaming) keeps its state in shared memory under fixed names, and finetune.sh
 # begins by unlinking every such segment (`clean_stale_shared_memory`): two runs that share /dev/shm (the samples of
 # a local run on one machine) would break each other, besides slowing each other. Hence one run at a time.
-def time_finetune(solution: Path, user: str | None, home: Path, timeout: float, log: Path) -> tuple[float, int]:
-    """Run `bash finetune.sh` in `solution` as `user`; (seconds until it and all its descendants exited, status).
+def time_finetune(
+    solution: Path, user: str | None, home: Path, timeout: float, log: Path, scale: str
+) -> tuple[float, int]:
+    """Run `bash finetune.sh` in `solution` as `user`, in the scale's environment (`script_environment`); (seconds
+    until it and all its descendants exited, status).
     Waits first for any other timed run on the machine (`one_timed_run_at_a_time`); the clock starts after.
 
     Raises Invalid when it runs past `timeout`."""
     with one_timed_run_at_a_time("optimize_llm_foundry"):
-        return _time_finetune(solution, user, home, timeout, log)
+        return _time_finetune(solution, user, home, timeout, log, scale)
 
 
-def _time_finetune(solution: Path, user: str | None, home: Path, timeout: float, log: Path) -> tuple[float, int]:
+def _time_finetune(
+    solution: Path, user: str | None, home: Path, timeout: float, log: Path, scale: str
+) -> tuple[float, int]:
     kill_descendants()  # nothing earlier may still be running when the clock starts
     with open(log, "wb") as output:
         started = time.monotonic()
         process = subprocess.Popen(
             ["bash", "finetune.sh"],
             cwd=solution,
-            env=script_environment(home),
+            env=script_environment(home, scale),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -223,7 +232,7 @@ def reference_weights(run: ScoringRun, data: Path, model: Path, user: str | None
                 os.chown(path, account.pw_uid, account.pw_gid, follow_symlinks=False)
         home = private_folder(run_dir, "home", user)
         seconds, status = time_finetune(
-            solution, user, home, run.timeout(TIMEOUTS_S[run.scale]["reference"]), run_dir / "log.txt"
+            solution, user, home, run.timeout(TIMEOUTS_S[run.scale]["reference"]), run_dir / "log.txt", run.scale
         )
         if status != 0:  # its log stays unread: the original script's output may quote the held-out rows
             raise InfrastructureError(REFERENCE_FAILED)
@@ -284,7 +293,12 @@ def score(run: ScoringRun) -> Scored:
             lay_out_run(run_dir, data, model)
             home = private_folder(run.work, "candidate-home", user)
             seconds, status = time_finetune(
-                solution, user, home, run.timeout(TIMEOUTS_S[run.scale]["finetune"]), run.work / "candidate.log"
+                solution,
+                user,
+                home,
+                run.timeout(TIMEOUTS_S[run.scale]["finetune"]),
+                run.work / "candidate.log",
+                run.scale,
             )
             details["seconds"] = round(seconds, 3)
             if status != 0:
