@@ -34,6 +34,7 @@ NAME = "optimize_kernel"
 TASK_CLI = "/opt/human_agent/task.py"
 HUMAN_AGENT_UP_TIMEOUT_S = 600
 EVAL_END_TIMEOUT_S = 600
+DOCKER_CALL_TIMEOUT_S = 60
 RUN_MARKER = "REBENCH_HUMAN_CLI_TEST"  # set in this eval's container only: tells it from other runs on the engine
 SCORE_VALUES = ("raw", "transformed", "normalised")
 
@@ -55,15 +56,28 @@ def as_agent(container: str, command: list[str], stdin: str = "") -> subprocess.
 
 
 def marked_containers(marker: str) -> list[str]:
-    listing = subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True, check=False).stdout.split()
-    if not listing:
+    """This eval's running containers. Only Compose's (an eval's sandbox) are inspected: in CI the engine builds
+    images meanwhile, and `docker inspect` of a build step's container as the build removed it hung for 30 minutes
+    (2026-12-07); a call that still hangs counts as none found this time (the callers poll)."""
+    try:
+        listing = subprocess.run(
+            ["docker", "ps", "-q", "--filter", "label=com.docker.compose.project"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=DOCKER_CALL_TIMEOUT_S,
+        ).stdout.split()
+        if not listing:
+            return []
+        environments = subprocess.run(
+            ["docker", "inspect", "--format", "{{.Id}} {{json .Config.Env}}", *listing],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=DOCKER_CALL_TIMEOUT_S,
+        ).stdout.splitlines()
+    except subprocess.TimeoutExpired:
         return []
-    environments = subprocess.run(
-        ["docker", "inspect", "--format", "{{.Id}} {{json .Config.Env}}", *listing],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.splitlines()
     return [line.split()[0] for line in environments if f'"{RUN_MARKER}={marker}"' in line]
 
 

@@ -141,7 +141,9 @@ def test_preparing_again_changes_nothing_and_a_rebuild_draws_new_heldout_rows(sm
 
     rebuilt = tmp_path / "rebuilt"
     rebuilt.mkdir()
-    run_prepare(rebuilt, "smoke", "--no-cache")
+    # In a cache of its own: a rebuild replaces the cache entry, and every later test of the run sharing the cache
+    # would then train the scorer's reference again for the new held-out rows.
+    run_prepare(rebuilt, "smoke", "--no-cache", env={"REBENCH_CACHE_DIR": str(tmp_path / "cache")})
     assert (rebuilt / "workspace" / "train_data.jsonl").read_bytes() == (
         smoke / "workspace" / "train_data.jsonl"
     ).read_bytes()

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from rebench import lm_common
 from rebench.lm_common import corpus
 from rebench.sandbox_lib import Preparation
+from rebench.sandbox_lib.threads import SMOKE_THREADS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -189,7 +190,9 @@ def build_smoke(workspace: Path, protected: Path, settings: dict) -> dict:
     train = settings["train"]
     import torch
 
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    # One thread (sandbox_lib/threads.py): on a busy 2-core machine the large model took 257 s of CPU on two
+    # threads, 54 s on one.
+    torch.set_num_threads(SMOKE_THREADS)
     large = train_from_scratch(
         lm_common.GPTConfig(vocab_size=tokenizer.vocab_size, **settings["large"]),
         train_tokens,
