@@ -53,6 +53,8 @@ def main() -> None:
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if device == "cuda" else torch.autocast("cpu", enabled=False)
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
+    if args.scale == "smoke":
+        torch.set_num_threads(1)  # as its preparation (sandbox_lib/threads.py): two threads spin on a busy small CPU
     torch.set_flush_denormal(True)
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
