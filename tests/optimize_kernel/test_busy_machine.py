@@ -1,7 +1,7 @@
 """Issue 23: smoke timings that hold on a busy machine. The fixed smoke anchors were measured once on an idle
 machine; with every core kept busy a scoring run takes several times as long, and the reference, scored against
 those anchors, fell to 0. Measured at the sample's setup under the same load, the anchors keep the start near 0
-and the reference near 1."""
+and the reference near 1 (one timed run under this load varies about twofold, so the test asks for at least 0.5)."""
 
 import os
 import subprocess
@@ -38,7 +38,7 @@ def every_core_busy() -> Iterator[None]:
             spinner.wait()
 
 
-def test_a_busy_machine_still_sees_the_reference_reach_one_and_the_start_stay_low(every_core_busy):
+def test_a_busy_machine_still_sees_the_reference_well_above_a_low_start(every_core_busy):
     # One sample: setup measures the anchors and scores the starting solution (the log's first entry), then the
     # reference solver installs the reference, which the final entry scores.
     task = optimize_kernel(scale="smoke", sandbox="local", agent_user=None, time_budget_hours=0.5)
