@@ -96,7 +96,7 @@ async def stage_in_sandbox(
     await stage_files(staged_tree(environment), destination, box or sandbox())
 
 
-async def stage_files(files: dict[str, Path], destination: str, box: SandboxEnvironment) -> None:
+async def stage_files(files: Mapping[str, Path], destination: str, box: SandboxEnvironment) -> None:
     """Replace `destination` in `box` with a fresh copy of `files`, writable and readable by root only."""
     await write_tree(files, destination, box, replace_root_only=True)
 
@@ -168,8 +168,8 @@ async def run_program_in(
     """Stage the scoring program where `layout` says and run it once on `layout.workspace`, as it is."""
     box = layout.sandbox()
     await stage_in_sandbox(environment.spec, layout.code_dir, box)
-    result_file = f"{layout.protected}/results/{uuid.uuid4().hex}.json"
-    await checked_exec(["mkdir", "-p", f"{layout.protected}/results"], box=box)
+    results = f"{layout.protected}/results"
+    result_file = f"{results}/{uuid.uuid4().hex}.json"
     command, cwd = scoring_command(
         environment,
         **layout.program_paths,
@@ -179,8 +179,9 @@ async def run_program_in(
     )
     async with open_services(services, layout, "scoring") as service_env:
         try:
+            # The results folder is made by the same command (each `docker compose exec` costs about 0.2 s of CPU).
             execution = await box.exec(
-                command,
+                ["sh", "-c", 'mkdir -p "$0" && exec "$@"', results, *command],
                 cwd=cwd,
                 env=service_env,
                 timeout=environment.scoring_timeout_s + SCORING_TIMEOUT_MARGIN_S,
@@ -191,15 +192,20 @@ async def run_program_in(
         raise ScoringInfrastructureError(
             f"the {environment.name} scoring program failed (exit {execution.returncode}): {execution.stderr[-3000:]}"
         )
+    # Read and removed by one command; `head -c` stops at one byte over the limit, so a larger result cannot flood it.
+    read = 'head -c "$1" "$0" && rm -f "$0"'
+    result = await box.exec(
+        ["sh", "-c", read, result_file, str(MAX_RESULT_BYTES + 1)], timeout=HARNESS_COMMAND_TIMEOUT_S
+    )
+    if not result.success:
+        raise ScoringInfrastructureError(f"the {environment.name} scoring program wrote no result file")
+    if len(result.stdout.encode()) > MAX_RESULT_BYTES:
+        raise ScoringInfrastructureError(
+            f"the {environment.name} scoring program wrote a result over {MAX_RESULT_BYTES} bytes"
+        )
     try:
-        text = await box.read_file(result_file)
-        await box.exec(["rm", "-f", result_file])
-        if len(text.encode()) > MAX_RESULT_BYTES:
-            raise ScoringInfrastructureError(
-                f"the {environment.name} scoring program wrote a result over {MAX_RESULT_BYTES} bytes"
-            )
-        return ScoringProgramResult.model_validate_json(text)
-    except (FileNotFoundError, ValidationError, json.JSONDecodeError) as ex:
+        return ScoringProgramResult.model_validate_json(result.stdout)
+    except (ValidationError, json.JSONDecodeError) as ex:
         # The error's text would quote the file; its type is enough to find the scorer's bug.
         raise ScoringInfrastructureError(
             f"the {environment.name} scoring program wrote no valid result ({type(ex).__name__})"
@@ -251,8 +257,11 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
         return f"the workspace could not be copied for scoring: {report['too_large']}"
     inbox = f"{scoring.protected}/submission/in"
     await stage_files(sandbox_lib_tree(), f"{scoring.protected}/submission", scoring_box)
-    for part in report["parts"]:
-        await scoring_box.write_file(f"{inbox}/{part}", await agent_box.read_file(f"{outbox}/{part}", text=False))
+    for part in report["parts"]:  # one part (at most 64 MB) in memory at a time; one command each, not write_file's two
+        data = await agent_box.read_file(f"{outbox}/{part}", text=False)
+        await checked_exec(
+            ["sh", "-c", 'mkdir -p "${0%/*}" && cat >"$0"', f"{inbox}/{part}"], box=scoring_box, input=data
+        )
     await checked_exec(["rm", "-rf", tools], box=agent_box)
     owner = ["--owner", scoring.agent_user] if scoring.agent_user else []
     unpack, cwd = sandbox_command(

@@ -2,6 +2,7 @@
 as a slice of the `rebench` package whose entry modules import from the staged tree alone."""
 
 import asyncio
+import os
 import subprocess
 import sys
 from importlib.resources import files
@@ -12,7 +13,8 @@ from inspect_ai.util import ExecResult
 from pydantic import ValidationError
 
 from rebench.environments import ENVIRONMENTS
-from rebench_inspect.runtime.scoring import stage_files
+from rebench_inspect.runtime.layout import SandboxLayout
+from rebench_inspect.runtime.scoring import ScoringInfrastructureError, run_program_in, stage_files
 from rebench_inspect.runtime.staging import sandbox_module, stage_tree, staged_tree, workspace_files
 from rebench_inspect.spec.environment import SCALES, EnvironmentSpec
 
@@ -86,9 +88,10 @@ class HostBox:
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
 
-    async def exec(self, cmd, timeout=None, cwd=None, input=None):
+    async def exec(self, cmd, timeout=None, cwd=None, input=None, env=None):
         self.commands.append(cmd)
-        done = subprocess.run(cmd, input=input, cwd=cwd, capture_output=True, timeout=timeout, check=False)
+        environ = {**os.environ, **(env or {})}
+        done = subprocess.run(cmd, input=input, cwd=cwd, env=environ, capture_output=True, timeout=timeout, check=False)
         return ExecResult(done.returncode == 0, done.returncode, done.stdout.decode(), done.stderr.decode())
 
     async def write_file(self, file, contents):
@@ -112,3 +115,28 @@ def test_staging_a_tree_is_one_command_whatever_its_size(tmp_path):
     (destination / "left-over.py").write_text("")
     asyncio.run(stage_files(tree, str(destination), box))
     assert not (destination / "left-over.py").exists()
+
+
+def test_a_scoring_run_is_three_commands(toy_environment, tmp_path, monkeypatch):
+    """Stage the program, run it (the same command makes the results folder), read and remove its result: each
+    `docker compose exec` costs about 0.2 s of CPU, and a sample's scoring runs are many."""
+    box = HostBox()
+    monkeypatch.setattr(SandboxLayout, "sandbox", lambda self: box)
+    layout = SandboxLayout(
+        workspace=str(tmp_path / "workspace"),
+        protected=str(tmp_path / "protected"),
+        python=sys.executable,
+        agent_user=None,
+        is_container=False,
+    )
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "answer.txt").write_text("7")
+    environment = toy_environment.at("smoke")
+    result = asyncio.run(run_program_in(environment, layout, services=()))
+    assert (result.valid, result.raw) == (True, 7.0)
+    assert len(box.commands) == 3
+    assert list((tmp_path / "protected" / "results").iterdir()) == []  # the result file is removed
+    # A result file the program did not write is the harness's failure, said plainly.
+    monkeypatch.setattr("rebench_inspect.runtime.scoring.scoring_command", lambda *args, **kwargs: (["true"], None))
+    with pytest.raises(ScoringInfrastructureError, match="wrote no result file"):
+        asyncio.run(run_program_in(environment, layout, services=()))
