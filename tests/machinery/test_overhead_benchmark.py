@@ -4,7 +4,17 @@ eval's log each `score` tool call's."""
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from benchmarks.overhead import TOOL_COLUMNS, Call, ToolCall, program_runs, score_tool_calls, table, tool_cells
+from benchmarks.overhead import (
+    CLI_COLUMNS,
+    TOOL_COLUMNS,
+    Call,
+    ToolCall,
+    cli_cells,
+    program_runs,
+    score_tool_calls,
+    table,
+    tool_cells,
+)
 from rebench_inspect.runtime.task import build_task
 from rebench_inspect.runtime.workspace_score import score_workspace
 
@@ -44,3 +54,14 @@ def test_a_tool_call_whose_program_event_the_log_lacks_is_left_out_and_counted()
     assert "| lost | 0 of 1 timed |" in missing
     # overheads 1.3 and 0.5: the median is 0.90, the call without its program run is not counted as overhead
     assert "| timed | 2 of 3 |" in timed and "**0.90 (0.50–1.30)**" in timed and timed.endswith("| yes |")
+
+
+def test_a_command_line_call_whose_program_event_the_log_lacks_is_left_out_and_counted():
+    """The benchmark stopped at such a call (finetune_target's first, 2026-12-07); now its table says how many."""
+    lost = Call(wall_s=30.0, program_runs=[], before_eval_s=2.0, harness_commands_s=1.0)
+    calls = [lost, Call(12.0, [10.0], 2.0, 0.5), Call(13.0, [10.0], 2.0, 0.5)]
+    header, rule, missing, timed = table(CLI_COLUMNS, {"lost": (lost, [lost]), "timed": (lost, calls)}, cli_cells)
+    assert header.count("|") == rule.count("|") == missing.count("|") == timed.count("|")
+    assert "| lost | 30.0 | 0 of 1 timed |" in missing
+    # overheads 2.0 and 3.0 (the lost call's 30 s are not counted): the median is 2.50
+    assert "| timed | 30.0 | 2 of 3 |" in timed and "**2.50 (2.00–3.00)**" in timed and timed.endswith("| no |")
