@@ -71,6 +71,29 @@ def processes_per_user(environment: ResolvedEnvironment) -> int:
     return (limits.pids - limits.root_pids) // users
 
 
+# Message queues hold little memory each, but their default counts (32,000 System V queues of 16 KiB) would let the
+# agent pin half a gigabyte that no process shows.
+SYSV_MESSAGE_QUEUES, SYSV_QUEUE_BYTES, SYSV_SHM_SEGMENTS, POSIX_MESSAGE_QUEUES = 32, 64 * 1024, 256, 32
+PAGE_BYTES = 4096  # kernel.shmall counts pages; with larger pages (some arm64 kernels) the cap is looser
+COMPOSE_SYSCTLS = "sysctls"
+
+
+def ipc_sysctls(environment: ResolvedEnvironment) -> dict[str, str]:
+    """The container's IPC namespace capped (Docker accepts these for a private IPC namespace): System V shared
+    memory is freed once no process has it attached (`shm_rmid_forced`, so no segment outlives its processes) and
+    holds at most `sysv_shm_mb` meanwhile; System V and POSIX message queues are few."""
+    shm_bytes = environment.container_limits.sysv_shm_mb * 1024**2
+    return {
+        "kernel.shm_rmid_forced": "1",
+        "kernel.shmmax": str(shm_bytes),
+        "kernel.shmall": str(shm_bytes // PAGE_BYTES),
+        "kernel.shmmni": str(SYSV_SHM_SEGMENTS),
+        "kernel.msgmni": str(SYSV_MESSAGE_QUEUES),
+        "kernel.msgmnb": str(SYSV_QUEUE_BYTES),
+        "fs.mqueue.queues_max": str(POSIX_MESSAGE_QUEUES),
+    }
+
+
 def compose_service(environment: ResolvedEnvironment) -> dict[str, Any]:
     """The `default` service of the Docker sandbox. No network, root as the default user (scorers run as root),
     the scale's `CONTAINER_LIMITS` (with `processes_per_user` for every other user), and no privilege gained through
@@ -100,7 +123,13 @@ def compose_service(environment: ResolvedEnvironment) -> dict[str, Any]:
 
 
 def compose_config(environment: ResolvedEnvironment) -> ComposeConfig:
-    return ComposeConfig.model_validate({"services": with_scoring_service(environment, compose_service(environment))})
+    config = ComposeConfig.model_validate({"services": with_scoring_service(environment, compose_service(environment))})
+    for service in config.services.values():
+        # Inspect 0.3.285's ComposeService refuses `sysctls` as input but keeps extra fields and writes them into the
+        # compose file it gives Docker, so the caps are added after validation.
+        assert service.__pydantic_extra__ is not None
+        service.__pydantic_extra__[COMPOSE_SYSCTLS] = ipc_sysctls(environment)
+    return config
 
 
 def with_scoring_service(environment: ResolvedEnvironment, service: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ What a scoring run shows the participant, by any of these routes, is `participan
 
 import io
 import json
+import logging
 import math
 import tarfile
 import time
@@ -20,15 +21,24 @@ from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
-from inspect_ai.util import SandboxEnvironment, sample_limits, sandbox
+from inspect_ai.util import OutputLimitExceededError, SandboxEnvironment, sample_limits, sandbox
 from pydantic import BaseModel, ValidationError, field_validator
+
+from rebench.sandbox_lib.isolation import RUNNER_USER
 
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.normalise import ScoreEntry, anchor_values, final_entry, score_entry
-from ..spec.timeouts import HARNESS_COMMAND_TIMEOUT_S, SCORING_TIMEOUT_MARGIN_S
+from ..spec.timeouts import (
+    HARNESS_COMMAND_TIMEOUT_S,
+    SCORING_TIMEOUT_MARGIN_S,
+    SUBMISSION_COPY_TIMEOUT_S,
+    SUBMISSION_PACK_TIMEOUT_S,
+)
 from .layout import SandboxLayout
 from .staging import sandbox_command, sandbox_lib_tree, scoring_command, staged_tree
 from .state import current_layout, rebench_state
+
+logger = logging.getLogger(__name__)
 
 SCORER_NAME = "rebench_scorer"
 # The sandbox_lib programs the host runs besides an environment's own (docs/CONTRACT.md).
@@ -127,16 +137,19 @@ async def write_tree(
 
 async def checked_exec(
     cmd: list[str],
-    timeout: int = HARNESS_COMMAND_TIMEOUT_S,
+    timeout: float = HARNESS_COMMAND_TIMEOUT_S,
     cwd: str | None = None,
     box: SandboxEnvironment | None = None,
     input: bytes | None = None,
+    reads_agent_files: bool = False,
 ) -> str:
     """A harness command in the sandbox (as root; `box`: another of the sample's sandboxes than the default one);
-    its failure is an infrastructure error."""
-    result = await (box or sandbox()).exec(cmd, timeout=timeout, cwd=cwd, input=input)
+    its failure is an infrastructure error. `reads_agent_files`: the command walks what the agent made, so its
+    error output may quote the agent's names and is left out of the error (a sample's error quotes no agent text)."""
+    result = await (box or sandbox()).exec(cmd, timeout=max(1, round(timeout)), cwd=cwd, input=input)
     if not result.success:
-        raise ScoringInfrastructureError(f"sandbox command failed: {' '.join(cmd)}: {result.stderr[-3000:]}")
+        said = "its output is not quoted: it may name the agent's files" if reads_agent_files else result.stderr[-3000:]
+        raise ScoringInfrastructureError(f"sandbox command failed (exit {result.returncode}): {' '.join(cmd)}: {said}")
     return result.stdout
 
 
@@ -233,8 +246,15 @@ async def agent_processes_paused(environment: EnvironmentSpec, layout: SandboxLa
 
 async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -> str | None:
     """Replace the scoring service's workspace with a root-made copy of the agent's (`sandbox_lib.submission`: the
-    safe snapshot, without the spec's ignored files). Returns why the workspace could not be copied (the entry is
-    then invalid), else None. The parts pass through the host, one read at a time; both ends are root-only."""
+    safe snapshot, without the spec's ignored files, bounded in bytes, entries, depth and path length). Returns why
+    the workspace could not be copied (the entry is then invalid), else None. The parts pass through the host, one
+    read at a time; both ends are root-only. Packing, moving and unpacking share one deadline
+    (`SUBMISSION_COPY_TIMEOUT_S`): `pack` gets what its own limit allows of it, each later step what is left."""
+    deadline = time.monotonic() + SUBMISSION_COPY_TIMEOUT_S
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
     agent_box, scoring = layout.sandbox(), layout.scoring_layout
     scoring_box = scoring.sandbox()
     tools, outbox = f"{layout.protected}/submission", f"{layout.protected}/submission/out"
@@ -242,17 +262,24 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
     ignored = [argument for pattern in environment.workspace_ignore for argument in ("--ignore", pattern)]
     pack, cwd = sandbox_command(
         SUBMISSION_MODULE,
-        ["pack", "--workspace", layout.workspace, "--out", outbox, *ignored],
+        [
+            "pack",
+            "--workspace",
+            layout.workspace,
+            "--out",
+            outbox,
+            "--max-seconds",
+            str(SUBMISSION_PACK_TIMEOUT_S),
+            *ignored,
+        ],
         python=layout.python,
         code_dir=tools,
     )
-    output = await checked_exec(pack, cwd=cwd, box=agent_box)
+    output = await checked_exec(pack, timeout=left(), cwd=cwd, box=agent_box, reads_agent_files=True)
     try:
         report = json.loads(output.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError) as ex:
-        raise ScoringInfrastructureError(
-            f"copying the workspace for scoring printed no report: {output[-500:]}"
-        ) from ex
+    except (IndexError, json.JSONDecodeError):
+        raise ScoringInfrastructureError("copying the workspace for scoring printed no report") from None
     if "too_large" in report:
         return f"the workspace could not be copied for scoring: {report['too_large']}"
     inbox = f"{scoring.protected}/submission/in"
@@ -260,7 +287,10 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
     for part in report["parts"]:  # one part (at most 64 MB) in memory at a time; one command each, not write_file's two
         data = await agent_box.read_file(f"{outbox}/{part}", text=False)
         await checked_exec(
-            ["sh", "-c", 'mkdir -p "${0%/*}" && cat >"$0"', f"{inbox}/{part}"], box=scoring_box, input=data
+            ["sh", "-c", 'mkdir -p "${0%/*}" && cat >"$0"', f"{inbox}/{part}"],
+            timeout=left(),
+            box=scoring_box,
+            input=data,
         )
     await checked_exec(["rm", "-rf", tools], box=agent_box)
     owner = ["--owner", scoring.agent_user] if scoring.agent_user else []
@@ -270,7 +300,7 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
         python=scoring.python,
         code_dir=f"{scoring.protected}/submission",
     )
-    await checked_exec(unpack, cwd=cwd, box=scoring_box)
+    await checked_exec(unpack, timeout=left(), cwd=cwd, box=scoring_box, reads_agent_files=True)
     return None
 
 
@@ -285,11 +315,41 @@ def _working_time() -> float | None:
         return None
 
 
+# What a scoring step that fails can raise: its own commands' failures, an `exec` past its time, an output flood.
+HARNESS_STEP_FAILURES = (ScoringInfrastructureError, TimeoutError, OutputLimitExceededError)
+START_LABEL, AGENT_LABEL, FINAL_LABEL = "start", "agent", "final"
+# Where scoring runs, root-only: the starting workspace as the start's scoring run saw it, and the copy of it that
+# the harness scores to check itself (`harness_passes_its_check`).
+KEPT_START = "start-workspace"
+HARNESS_CHECK = "harness-check"
+# The entry a failed scoring run gives once the agent has acted: fixed sentences, nothing of the failure's text.
+SUBMISSION_BROKE_SCORING = (
+    "scoring failed on this workspace, and the harness then scored the starting workspace without failing: counted as "
+    "invalid (code or files that use up memory, time or disk at scoring time do this)"
+)
+HARNESS_FAILED_ITS_CHECK = (
+    "scoring could not run, and the harness also failed to score the starting workspace: counted as invalid and "
+    "flagged for the operator; the next scoring run may work"
+)
+# Details keys of those entries (`rebench report` counts SCORING_FAILURE runs); values are fixed words, never text.
+HARNESS_CHECK_KEY, HARNESS_FAILURE_KEY, FAILED_STEP_KEY = "harness_check", "harness_failure", "failed_step"
+
+
 async def append_score_entry(
     environment: ResolvedEnvironment, label: str, services: Sequence[SandboxService]
 ) -> ScoreEntry:
+    """Score the workspace and log the entry. Once the agent has acted, a failed scoring step is a verdict, never the
+    sample's end: the harness checks itself on the starting workspace (`verdict_after_failure`)."""
     layout = current_layout()
-    result = await run_scoring_program(environment, layout, services)
+    try:
+        result = await run_scoring_program(environment, layout, services)
+    except HARNESS_STEP_FAILURES as failure:
+        if label == START_LABEL:
+            raise  # nothing of the agent's has run yet: the failure is the harness's
+        result = await verdict_after_failure(environment, layout, services, failure, final=label == FINAL_LABEL)
+    else:
+        if label == START_LABEL:
+            await keep_start_workspace(layout)
     entries = score_log()
     entry = score_entry(
         environment,
@@ -305,6 +365,71 @@ async def append_score_entry(
     state = rebench_state()
     state.score_log = [*state.score_log, entry]
     return entry
+
+
+async def keep_start_workspace(layout: SandboxLayout) -> None:
+    """Where scoring runs, a root-only copy of the workspace the start's scoring run just saw (the agent has not
+    acted yet): what the harness scores to check itself after a failure."""
+    scoring = layout.scoring_layout
+    kept = f"{scoring.protected}/{KEPT_START}"
+    keep = 'rm -rf "$1" && cp -a "$0" "$1"'
+    await checked_exec(["sh", "-c", keep, scoring.workspace, kept], box=scoring.sandbox())
+
+
+async def verdict_after_failure(
+    environment: ResolvedEnvironment,
+    layout: SandboxLayout,
+    services: Sequence[SandboxService],
+    failure: Exception,
+    final: bool,
+) -> ScoringProgramResult:
+    """A scoring step failed after the agent acted: the harness's failure only if it also fails on the starting
+    workspace. Passing that check, the failure was the submission's: an invalid entry, flagged `scoring_failure`.
+    Failing it, an intermediate run is an invalid entry flagged `harness_failure` (the sample goes on: hours of work
+    are not thrown away), and the final run raises (the sample errors and can be retried)."""
+    step = type(failure).__name__
+    logger.warning(f"{environment.name}: a scoring run failed ({failure}); the harness checks itself")
+    if await harness_passes_its_check(environment, layout, services):
+        return ScoringProgramResult(
+            valid=False,
+            message=SUBMISSION_BROKE_SCORING,
+            details={SCORING_FAILURE: True, HARNESS_CHECK_KEY: "passed", FAILED_STEP_KEY: step},
+        )
+    if final:
+        raise ScoringInfrastructureError(
+            f"the {environment.name} final scoring run failed and so did the harness's own check on the starting "
+            f"workspace: {failure}"
+        ) from failure
+    return ScoringProgramResult(
+        valid=False,
+        message=HARNESS_FAILED_ITS_CHECK,
+        details={HARNESS_FAILURE_KEY: True, HARNESS_CHECK_KEY: "failed", FAILED_STEP_KEY: step},
+    )
+
+
+async def harness_passes_its_check(
+    environment: ResolvedEnvironment, layout: SandboxLayout, services: Sequence[SandboxService]
+) -> bool:
+    """Score the starting workspace kept at setup, where scoring runs, in a fresh scoring context: the runner user's
+    processes killed and what they left in memory removed first (and, in a scoring service, the agent users' too:
+    none of their processes belong there). Whether that run ended in a result, valid or not."""
+    scoring = layout.scoring_layout
+    box = scoring.sandbox()
+    kept, check = f"{scoring.protected}/{KEPT_START}", f"{scoring.protected}/{HARNESS_CHECK}"
+    users = [RUNNER_USER, *(agent_users(environment.spec, layout) if layout.scoring_service else [])]
+    try:
+        await stage_in_sandbox(environment.spec, scoring.code_dir, box)
+        command, cwd = users_command(scoring, ["stop", *users, "--deadline", str(STOP_DEADLINE_S)])
+        await checked_exec(command, timeout=STOP_DEADLINE_S + HARNESS_COMMAND_TIMEOUT_S, cwd=cwd, box=box)
+        copy = 'test -d "$0" && rm -rf "$1" && cp -a "$0" "$1"'
+        await checked_exec(["sh", "-c", copy, kept, check], box=box)
+        await run_program_in(environment, scoring.model_copy(update={"workspace": check}), services)
+    except HARNESS_STEP_FAILURES as failure:
+        logger.warning(f"{environment.name}: the harness failed its check on the starting workspace ({failure})")
+        return False
+    finally:
+        await box.exec(["rm", "-rf", check], timeout=HARNESS_COMMAND_TIMEOUT_S)
+    return True
 
 
 def with_sample_anchors(environment: ResolvedEnvironment) -> ResolvedEnvironment:
@@ -422,16 +547,18 @@ def stop_command(environment: EnvironmentSpec, layout: SandboxLayout) -> tuple[l
     return users_command(layout, ["stop", *agent_users(environment, layout), "--deadline", str(STOP_DEADLINE_S)])
 
 
-async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayout) -> list[dict]:
-    """Before the final score, end every process of the agent's users: a loop left rewriting the workspace or a
-    spinner eating the CPU must not change what the final scoring run sees or measures. Returns the survivors
-    (pid, uid, state), recorded with the final score: a process that will not die cannot make the sample fail."""
+async def stop_agent_processes(environment: EnvironmentSpec, layout: SandboxLayout) -> dict:
+    """Before the final score, end every process of the agent's users and remove what they left in memory: a loop
+    left rewriting the workspace or a spinner eating the CPU must not change what the final scoring run sees or
+    measures, and shared memory or tmpfs files no process holds must not starve it. Returns users_cli's report: the
+    survivors (pid, uid, state), recorded with the final score (a process that will not die cannot make the sample
+    fail), and counts of what was reclaimed."""
     if not agent_users(environment, layout):
-        return []
+        return {}
     await stage_in_sandbox(environment, layout.code_dir)
     command, cwd = stop_command(environment, layout)
     output = await checked_exec(command, timeout=STOP_DEADLINE_S + HARNESS_COMMAND_TIMEOUT_S, cwd=cwd)
-    return json.loads(output)["survivors"]
+    return json.loads(output)
 
 
 @scorer(metrics={"normalised": [mean(), stderr()], "transformed": [mean()]}, name=SCORER_NAME)
@@ -441,12 +568,16 @@ def rebench_scorer(resolved: ResolvedEnvironment, services: Sequence[SandboxServ
     async def score(state: TaskState, target: Target) -> Score:
         environment = with_sample_anchors(resolved)
         if state.completed:
-            survivors = await stop_agent_processes(environment.spec, current_layout())
-            await append_score_entry(environment, "final", services)
+            stop = await stop_agent_processes(environment.spec, current_layout())
+            await append_score_entry(environment, FINAL_LABEL, services)
             final = final_score(score_log(), environment)
-            final.metadata = {**(final.metadata or {}), "agent_processes_surviving_the_stop": survivors}
+            final.metadata = {
+                **(final.metadata or {}),
+                "agent_processes_surviving_the_stop": stop.get("survivors", []),
+                "agent_leftovers_reclaimed": stop.get("reclaimed", {}),
+            }
             return final
-        label = "start" if not score_log() else "agent"
+        label = START_LABEL if not score_log() else AGENT_LABEL
         entry = await append_score_entry(environment, label, services)
         return entry_score(entry, environment, scores_visible())
 

@@ -74,13 +74,16 @@ class ContainerLimits(NamedTuple):
     root_pids: int  # of `pids`, what no other user can take: the harness's commands (the stop, scoring) always start
     temp_gb: int  # each of the sandbox's temporary folders: a tmpfs, so it counts against the memory limit
     shm_gb: int  # /dev/shm
+    # System V shared memory of the whole container (its IPC namespace), which no process's memory shows: capped, and
+    # freed when no process has it attached (runtime.sandbox.ipc_sysctls)
+    sysv_shm_mb: int
 
 
 CONTAINER_LIMITS: dict[Scale, ContainerLimits] = {
-    "smoke": ContainerLimits(pids=512, root_pids=128, temp_gb=1, shm_gb=1),
+    "smoke": ContainerLimits(pids=512, root_pids=128, temp_gb=1, shm_gb=1, sysv_shm_mb=256),
     # Room for 8-GPU data-parallel training with data-loader workers and their threads; shared memory for those
     # workers (PyTorch's default 64 MB breaks them).
-    "full": ContainerLimits(pids=16384, root_pids=2048, temp_gb=16, shm_gb=16),
+    "full": ContainerLimits(pids=16384, root_pids=2048, temp_gb=16, shm_gb=16, sysv_shm_mb=1024),
 }
 
 

@@ -29,12 +29,12 @@ import os
 import pwd
 import signal
 import stat
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from .leftovers import remove_sysv_objects
 from .users import freeze, kill_everything, processes_of, resume, signal_processes, uids_of
 
 # Trees never searched for leftovers: kernel views, not files anyone wrote. /dev is searched only at /dev/shm.
@@ -260,32 +260,9 @@ def cut_socket_channels(agent_uids: Sequence[int], before: dict[int, SocketState
 
 def remove_ipc_objects(agent_uid: int, runner_uid: int) -> int:
     """Remove SysV message queues, shared memory and semaphores the runner made, or the agent's that others write."""
-    removed = 0
-    for table, flag, key in (
-        ("msg", "-q", "msqid"),
-        ("shm", "-m", "shmid"),
-        ("sem", "-s", "semid"),
-    ):
-        try:
-            lines = Path(f"/proc/sysvipc/{table}").read_text().splitlines()
-        except OSError:
-            continue
-        header = lines[0].split() if lines else []
-        for line in lines[1:]:
-            row = dict(zip(header, line.split()))
-            try:
-                runners = runner_uid in (int(row["uid"]), int(row["cuid"]))
-                agents_open = int(row["uid"]) == agent_uid and int(row["perms"], 8) & 0o002
-            except (KeyError, ValueError):
-                continue
-            if (runners or agents_open) and key in row:
-                try:
-                    removed += (
-                        subprocess.run(["ipcrm", flag, row[key]], check=False, capture_output=True).returncode == 0
-                    )
-                except OSError:  # no ipcrm in this image: nothing to remove with
-                    return removed
-    return removed
+    return remove_sysv_objects(
+        lambda item: runner_uid in (item.owner, item.creator) or (item.owner == agent_uid and bool(item.perms & 0o002))
+    )
 
 
 def reached_the_agent(report: dict) -> bool:

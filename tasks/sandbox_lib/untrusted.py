@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .leftovers import offer_to_oom_killer
 from .program import Invalid
 from .result import Reason
 
@@ -28,12 +29,14 @@ NO_PROCESS_LEFT = Reason("the agent's code could not start: its user had no proc
 def demote_to(
     user: str | None, file_size_limit: int = DEFAULT_FILE_SIZE_LIMIT, memory_limit: int | None = None
 ) -> Callable[[], None]:
-    """A `preexec_fn`: new session, file-size limit, optional address-space cap, and (when `user` is given) drop
-    root to that user."""
+    """A `preexec_fn`: new session, file-size limit, optional address-space cap, first in line for the OOM killer
+    (`leftovers.offer_to_oom_killer`: when memory runs out, the agent's code dies, not root's scoring program), and
+    (when `user` is given) drop root to that user."""
     account = pwd.getpwnam(user) if user else None
 
     def preexec() -> None:
         os.setsid()
+        offer_to_oom_killer()
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
         if memory_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))

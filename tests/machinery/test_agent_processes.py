@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from rebench.environments import ENVIRONMENTS
-from rebench.sandbox_lib import Quarantine, isolation, reached_the_agent
+from rebench.sandbox_lib import Quarantine, isolation, leftovers, reached_the_agent
 from rebench.sandbox_lib.users import processes_of
 from tests.conftest import add_throwaway_user
 from tests.scoring_program import run_final_stop, run_users_command
@@ -102,9 +102,56 @@ def test_the_final_stop_ends_fork_loops_and_every_user_the_agent_runs_as(users, 
     started = time.monotonic()
     completed = run_final_stop(environment, users.agent, tmp_path / "protected")
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert json.loads(completed.stdout) == {"users": [users.agent, users.trainer], "survivors": []}
+    report = json.loads(completed.stdout)
+    assert {key: report[key] for key in ("users", "survivors")} == {
+        "users": [users.agent, users.trainer],
+        "survivors": [],
+    }
     assert not processes_of([users.uids["agent"], users.uids["trainer"]])
     assert time.monotonic() - started < 60
+
+
+# Memory that outlives its process: a System V segment filled, detached and left (no process shows it), a file in a
+# tmpfs folder; then a process that exits. What the red team left behind before the final stop's staging (issue 46).
+LEAVE_MEMORY_BEHIND = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+size = 8 * 1024 * 1024
+segment = libc.shmget(0, size, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+address = libc.shmat(segment, None, 0)
+ctypes.memset(address, 1, size)
+libc.shmdt(ctypes.c_void_p(address))
+with open(sys.argv[1], "wb") as left:
+    left.write(b"x" * size)
+print(segment)
+"""
+
+
+def test_the_final_stop_reclaims_the_memory_the_agent_left_behind(users, world, toy_environment, tmp_path):
+    left_file = Path("/dev/shm") / f"rebench-left-{os.getpid()}"
+    made = subprocess.run(
+        [SYSTEM_PYTHON, "-c", LEAVE_MEMORY_BEHIND, str(left_file)],
+        user=users.agent,
+        group=users.agent,
+        extra_groups=[],
+        cwd=world,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    segment = int(made.stdout)
+    segments = lambda: [item.id for item in leftovers.sysv_objects() if item.kind == "shm"]  # noqa: E731
+    try:
+        assert segment in segments() and left_file.exists()  # nothing of the agent's runs, and both are still held
+        completed = run_final_stop(toy_environment, users.agent, tmp_path / "protected")
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        reclaimed = json.loads(completed.stdout)["reclaimed"]
+        assert segment not in segments() and not left_file.exists()
+        assert reclaimed["sysv_objects_removed"] >= 1 and reclaimed["memory_files_removed"] >= 1
+    finally:
+        left_file.unlink(missing_ok=True)
+        subprocess.run(["ipcrm", "-m", str(segment)], check=False, capture_output=True)
 
 
 # Stops (and would kill) every process it may signal, over and over: the stop's own sender must not be among them.

@@ -5,6 +5,7 @@ import math
 from inspect_ai import eval
 from inspect_ai.log import EvalLog
 
+from rebench_inspect.runtime.scoring import HARNESS_FAILED_ITS_CHECK, SUBMISSION_BROKE_SCORING
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.runtime.task import build_task
 from rebench_inspect.testing.scripted import tool_call
@@ -107,10 +108,59 @@ def test_invalid_submissions_never_crash_the_eval_and_earlier_scores_are_kept(to
     assert score.metadata["raw"] == 7.0
 
 
-def test_scoring_program_failure_errors_the_sample(toy_environment, agent_script):
-    log = run(toy_environment, agent_script([tool_call("bash", command="echo crash > answer.txt"), tool_call("score")]))
+def test_a_failing_intermediate_score_call_leaves_the_sample_running_and_the_next_call_working(
+    toy_environment, agent_script
+):
+    # 'crash' makes the toy's scoring program fail as the machine would (exit 2): after the agent has acted, the
+    # harness scores the starting workspace to check itself, passes, and the failure is the submission's verdict.
+    model = agent_script(
+        [
+            tool_call("bash", command="echo crash > answer.txt"),
+            tool_call("score"),
+            tool_call("bash", command="echo 7 > answer.txt"),
+            tool_call("score"),
+            tool_call("bash", command="echo crash > answer.txt"),
+        ]
+    )
+    log = run(toy_environment, model)
+    assert log.status == "success", log.error
+    entries = final_score(log).metadata["score_log"]
+    assert [(entry["label"], entry["valid"]) for entry in entries] == [
+        ("start", True),
+        ("agent", False),
+        ("agent", True),
+        ("final", False),
+    ]
+    for failed in (entries[1], entries[3]):
+        assert failed["message"] == SUBMISSION_BROKE_SCORING
+        assert failed["details"] == {
+            "scoring_failure": True,
+            "harness_check": "passed",
+            "failed_step": "ScoringInfrastructureError",
+        }
+    assert final_score(log).metadata["raw"] == 7.0
+    [sample] = log.samples
+    told = [m.text for m in sample.messages if m.role == "tool" and m.function == "score"]
+    assert "INVALID" in told[0] and "normalised score" in told[1]
+
+
+def test_a_harness_that_fails_its_own_check_flags_the_entry_and_errors_only_the_final_run(
+    toy_environment, agent_script
+):
+    # The local sandbox is no boundary: the agent can remove the starting workspace the harness kept, so the harness's
+    # check fails too. An intermediate run is then an entry flagged for the operator; the final run errors the sample.
+    model = agent_script(
+        [
+            tool_call("bash", command="rm -rf ../protected/start-workspace && echo crash > answer.txt"),
+            tool_call("score"),
+        ]
+    )
+    log = run(toy_environment, model)
     assert log.status == "error"
-    assert "scoring program failed" in str(log.samples[0].error.message)
+    [sample] = log.samples
+    assert "the harness's own check on the starting workspace" in sample.error.message
+    told = [m.text for m in sample.messages if m.role == "tool" and m.function == "score"]
+    assert HARNESS_FAILED_ITS_CHECK in told[0]
 
 
 def test_services_run_beside_the_agent_and_each_scoring_run(toy_environment, agent_script):

@@ -95,9 +95,23 @@ def test_generated_compose_caps_processes_and_temporary_space(name, scale):
     mounted = dict(entry.split(":", 1) for entry in raw["tmpfs"])
     assert set(mounted) == set(TEMP_DIRS)
     assert all(options == f"size={limits.temp_gb}g,mode=1777,exec" for options in mounted.values())
-    # every temporary folder and /dev/shm together leave at least half the memory to the work itself
+    # everything the agent can fill that no process's memory shows (every temporary folder, /dev/shm, System V
+    # shared memory) together leaves at least half the memory to the work itself and to root's commands
     memory_gb = SMOKE_MEMORY_GB if scale == "smoke" else environment.resources.memory_gb
-    assert len(TEMP_DIRS) * limits.temp_gb + limits.shm_gb <= memory_gb / 2
+    assert len(TEMP_DIRS) * limits.temp_gb + limits.shm_gb + limits.sysv_shm_mb / 1024 <= memory_gb / 2
+
+
+@pytest.mark.parametrize(("name", "scale"), CASES)
+def test_every_service_caps_the_memory_kernel_objects_can_hold(name, scale):
+    # What Docker is given: the compose file Inspect writes from the config (extra fields included).
+    dumped = sandbox_spec(ENVIRONMENTS[name].at(scale), "docker").config.model_dump(mode="json", by_alias=True)
+    limits = CONTAINER_LIMITS[scale]
+    for service in dumped["services"].values():
+        sysctls = service["sysctls"]
+        assert sysctls["kernel.shm_rmid_forced"] == "1"  # no segment outlives the processes attached to it
+        assert int(sysctls["kernel.shmall"]) * 4096 == int(sysctls["kernel.shmmax"]) == limits.sysv_shm_mb * 1024**2
+        # System V message queues: at most a few MiB in all (the kernel's defaults allow about 500 MiB)
+        assert int(sysctls["kernel.msgmni"]) * int(sysctls["kernel.msgmnb"]) <= 4 * 1024**2
 
 
 def test_only_an_environment_whose_agent_uses_sudo_may_gain_privileges():

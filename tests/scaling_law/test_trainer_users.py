@@ -54,7 +54,8 @@ def test_the_final_stop_ends_a_trainer_the_agent_started_through_sudo(tmp_path):
             time.sleep(0.1)
         completed = run_final_stop(ENVIRONMENT, AGENT, tmp_path / "protected")
         assert completed.returncode == 0, completed.stderr[-2000:]
-        assert json.loads(completed.stdout) == {"users": [AGENT, TRAINER], "survivors": []}
+        report = json.loads(completed.stdout)
+        assert (report["users"], report["survivors"]) == ([AGENT, TRAINER], [])
         assert not processes_of([trainer_uid, pwd.getpwnam(AGENT).pw_uid])
     finally:
         os.close(writer)
