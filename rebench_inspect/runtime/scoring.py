@@ -260,21 +260,9 @@ async def copy_submission(environment: EnvironmentSpec, layout: SandboxLayout) -
     tools, outbox = f"{layout.protected}/submission", f"{layout.protected}/submission/out"
     await stage_files(sandbox_lib_tree(), tools, agent_box)
     ignored = [argument for pattern in environment.workspace_ignore for argument in ("--ignore", pattern)]
-    pack, cwd = sandbox_command(
-        SUBMISSION_MODULE,
-        [
-            "pack",
-            "--workspace",
-            layout.workspace,
-            "--out",
-            outbox,
-            "--max-seconds",
-            str(SUBMISSION_PACK_TIMEOUT_S),
-            *ignored,
-        ],
-        python=layout.python,
-        code_dir=tools,
-    )
+    arguments = ["pack", "--workspace", layout.workspace, "--out", outbox, *ignored]
+    arguments += ["--max-seconds", str(SUBMISSION_PACK_TIMEOUT_S)]
+    pack, cwd = sandbox_command(SUBMISSION_MODULE, arguments, python=layout.python, code_dir=tools)
     output = await checked_exec(pack, timeout=left(), cwd=cwd, box=agent_box, reads_agent_files=True)
     try:
         report = json.loads(output.strip().splitlines()[-1])

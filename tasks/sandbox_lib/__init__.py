@@ -8,8 +8,11 @@ the host from the installed package (tests, the `rebench score` CLI).
 - `Preparation` (preparation.py): `prepare.py`'s entry point; the smoke cache and the "already prepared" guard.
 - `load_untrusted_checkpoint` (checkpoints.py, needs torch when called): the agent's weights, checked.
 - `run_untrusted` / `demote_to` (untrusted.py): run the agent's code as the agent user with limits.
-- `Quarantine` (isolation.py): run the agent's code as the dedicated runner user `RUNNER_USER`, the agent's own
-  processes frozen and continued afterwards, and remove every trace the runner left (see the module docstring).
+- `ScoringRun.untrusted` (program.py): the one door for the agent's code at scoring time, over `Quarantine`
+  (isolation.py): the code runs as the dedicated runner user `RUNNER_USER`, the agent's own processes frozen and
+  continued afterwards, every process scoring started killed and every trace the runner left removed.
+- leftovers.py: what a user's processes leave in memory (System V objects, tmpfs files), removed by the final stop;
+  `offer_to_oom_killer` puts the agent's code first in the OOM killer's line.
 - users.py: every process of a user frozen, continued or killed at once (`kill(-1)` as that user); users_cli.py is
   the program the host runs over it before the final score.
 - `module_command` / `copy_modules` (modules.py): how a staged program runs, `python -m` from the staged tree;

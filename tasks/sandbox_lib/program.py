@@ -41,11 +41,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .isolation import Quarantine, reached_the_agent, runner_user, sweep_flags
 from .processes import become_subreaper, kill_descendants
 from .result import Reason, ScoringArgs, parse_scoring_args, write_result
 from .snapshot import SnapshotTooLarge, snapshot_tree
@@ -149,6 +151,26 @@ class ScoringRun:
     def timeout(self, seconds: float) -> float:
         """A step's own limit, cut to what is left of the host's (never below one second)."""
         return max(1.0, min(seconds, self.remaining()))
+
+    @contextmanager
+    def untrusted(self, reached_the_agent_reason: Reason) -> Iterator[str | None]:
+        """The one door for the agent's code at scoring time: yields the user to run it as (the dedicated runner where
+        the image has one, `runner_user`), with every process of the agent's users frozen meanwhile (`Quarantine`).
+        However the body ends, every process scoring started is killed and the runner's traces swept; the details
+        say whether a runner ran and what the sweep found (never which). When the body ended normally and the sweep
+        shows the code wrote where the agent reads, the run is invalid with `reached_the_agent_reason`. Start the
+        code with `run_untrusted` or `demote_to`, which put it first in line for the OOM killer."""
+        user = runner_user(self.run_as)
+        self.details["runner_user"] = user is not None
+        with Quarantine(self.agent_users, user) as quarantine:
+            try:
+                yield user
+            finally:
+                kill_descendants()
+                sweep = quarantine.sweep()
+                self.details["isolation"] = sweep_flags(sweep)
+        if reached_the_agent(sweep):
+            raise Invalid(reached_the_agent_reason)
 
     def snapshot(
         self, *, max_bytes: int | None = None, ignore: Sequence[str] | None = None, owner: str | None = None

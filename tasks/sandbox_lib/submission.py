@@ -2,14 +2,17 @@
 model: "Scoring apart from the agent").
 
     python3 -m rebench.sandbox_lib.submission pack --workspace W --out DIR [--ignore PATTERN]... [--max-bytes N]
+        [--max-seconds S]
     python3 -m rebench.sandbox_lib.submission unpack --parts DIR --workspace W [--owner USER]
 
-`pack` runs as root in the agent's container: the library's safe snapshot (no link followed out of the tree, no
-pipe or device read, size and time limits) into a root-only temporary folder, written as an uncompressed tar cut
-into parts small enough for the host to read one at a time; it prints one JSON line (the parts, or why the
-workspace could not be copied). The host moves the parts; `unpack` runs as root in the scoring service, checks
-every member (regular files, folders and links that stay inside, nothing else), replaces W with them and gives
-them to USER, so the scoring program finds the workspace where and as it would in the agent's container.
+`pack` runs as root in the agent's container: the library's safe walk (`snapshot.walk`: nothing followed out of the
+tree, no pipe or device read, bounds on bytes, time, entries, depth and path length) streams straight into an
+uncompressed tar archive, cut into parts small enough for the host to read one at a time, in a root-only folder; it
+prints one JSON line (the parts, or why the workspace could not be copied). The host moves the parts; `unpack` runs
+as root in the scoring service, checks every member (regular files, folders and links that stay inside, each inside
+a folder written before it, nothing else), replaces W with them and gives them to USER, so the scoring program finds
+the workspace where and as it would in the agent's container. Neither side recurses; `unpack`'s paths are W's and
+a member's, which `pack` keeps under its path bound.
 """
 
 from __future__ import annotations
@@ -21,12 +24,23 @@ import pwd
 import shutil
 import sys
 import tarfile
-import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from .snapshot import DEFAULT_MAX_BYTES, SnapshotTooLarge, link_stays_inside, snapshot_tree
+from .snapshot import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_PATH_BYTES,
+    DEFAULT_MAX_SECONDS,
+    FileContent,
+    Limits,
+    SnapshotTooLarge,
+    link_stays_inside,
+    walk,
+)
 
 # Below Inspect's default read_file limit (100 MB): the host reads one part per call.
 PART_BYTES = 64 * 1024**2
@@ -66,6 +80,41 @@ class _Parts:
             self._file.close()
             self._file = None
 
+    def discard(self) -> None:
+        self.close()
+        for name in self.names:
+            (self.folder / name).unlink()
+        self.names.clear()
+
+
+class _ArchiveSink:
+    """Writes the walk as tar members, each from what the walk opened (no copy on disk). Members carry no owner
+    (`unpack` gives them to its user) and the time of packing, not times the agent chose."""
+
+    def __init__(self, archive: tarfile.TarFile) -> None:
+        self.archive, self.mtime = archive, int(time.time())
+
+    def folder(self, parent: None, name: str, path: str) -> None:
+        self.archive.addfile(self._member(path, tarfile.DIRTYPE, 0o755))
+
+    def done(self, folder: None) -> None:
+        pass
+
+    def file(self, parent: None, name: str, path: str, content: FileContent) -> None:
+        member = self._member(path, tarfile.REGTYPE, content.mode)
+        member.size = content.size
+        self.archive.addfile(member, content)
+
+    def link(self, parent: None, name: str, path: str, target: str) -> None:
+        member = self._member(path, tarfile.SYMTYPE, 0o777)
+        member.linkname = target
+        self.archive.addfile(member)
+
+    def _member(self, path: str, kind: bytes, mode: int) -> tarfile.TarInfo:
+        member = tarfile.TarInfo(path)
+        member.type, member.mode, member.mtime = kind, mode, self.mtime
+        return member
+
 
 class _Joined:
     """A read-only stream over the parts, in order."""
@@ -88,53 +137,73 @@ class _Joined:
             self._file = None
 
 
-def pack(workspace: Path, out: Path, ignore: list[str], max_bytes: int) -> dict:
+def pack(
+    workspace: Path,
+    out: Path,
+    ignore: list[str],
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    *,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_path_bytes: int = DEFAULT_MAX_PATH_BYTES,
+) -> dict:
+    """The workspace as parts of a tar archive in `out`, and what was left out; or, past a bound, why not (no part
+    is left then)."""
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
-    copy = Path(tempfile.mkdtemp(prefix="snapshot-", dir=out))
+    limits = Limits(max_bytes, max_seconds, max_entries, max_depth, max_path_bytes)
+    parts = _Parts(out)
     try:
-        try:
-            report = snapshot_tree(workspace, copy, ignore=ignore, max_bytes=max_bytes)
-        except SnapshotTooLarge as ex:
-            return {"too_large": str(ex)}
-        parts = _Parts(out)
-        try:
-            with tarfile.open(fileobj=parts, mode="w|", format=tarfile.PAX_FORMAT) as archive:  # type: ignore[call-overload]
-                for name in sorted(os.listdir(copy)):
-                    archive.add(copy / name, arcname=name)
-        finally:
-            parts.close()
-        return {"parts": parts.names, "files": report.files, "bytes": report.bytes, "skipped": report.skipped[:50]}
+        with tarfile.open(fileobj=parts, mode="w|", format=tarfile.PAX_FORMAT) as archive:  # type: ignore[call-overload]
+            report = walk(workspace, _ArchiveSink(archive), None, limits, ignore)
+    except SnapshotTooLarge as ex:
+        parts.discard()
+        return {"too_large": str(ex)}
     finally:
-        shutil.rmtree(copy, ignore_errors=True)
+        parts.close()
+    return {"parts": parts.names, "files": report.files, "bytes": report.bytes, "skipped": report.skipped[:50]}
 
 
 def _checked(archive: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    """Members as `pack` writes them, refused otherwise: a path or link leaving the tree, or any other kind."""
+    """Members as `pack` writes them, refused otherwise: a path or link leaving the tree, a member written twice or
+    not inside a folder written before it (a link's name used as a folder would lead wherever the link goes), or any
+    other kind."""
+    folders, written = {""}, set()
     for member in archive:
-        parts = Path(member.name).parts
-        if member.name.startswith("/") or ".." in parts:
-            raise ValueError(f"submission member outside the workspace: {member.name!r}")
-        if member.issym() and not link_stays_inside(member.name, member.linkname):
-            raise ValueError(f"submission link leaves the workspace: {member.name!r}")
+        name = member.name
+        if any(part in ("", ".", "..") for part in name.split("/")):
+            raise ValueError(f"submission member outside the workspace: {name!r}")
+        if name in written or name.rpartition("/")[0] not in folders:
+            raise ValueError(f"submission member written twice or outside a folder written before it: {name!r}")
+        if member.issym() and not link_stays_inside(name, member.linkname):
+            raise ValueError(f"submission link leaves the workspace: {name!r}")
         if not (member.isreg() or member.isdir() or member.issym()):
-            raise ValueError(f"submission member of another kind: {member.name!r}")
+            raise ValueError(f"submission member of another kind: {name!r}")
+        written.add(name)
+        if member.isdir():
+            folders.add(name)
         member.mode &= 0o755
         yield member
+
+
+# The checks above are the filter: Python 3.14's default one ("data") would also drop the owner set below.
+_NO_FILTER: dict[str, Any] = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
 
 
 def unpack(parts: Path, workspace: Path, owner: str | None) -> None:
     shutil.rmtree(workspace, ignore_errors=True)
     workspace.mkdir(mode=0o755, parents=True)
+    ids = None
+    if owner:
+        account = pwd.getpwnam(owner)
+        ids = (account.pw_uid, account.pw_gid)
+        os.chown(workspace, *ids)
     paths = sorted(parts.glob(f"{PART_PREFIX}*"))
     with tarfile.open(fileobj=_Joined(paths), mode="r|") as archive:  # type: ignore[call-overload]
         for member in _checked(archive):
-            archive.extract(member, workspace, set_attrs=True, numeric_owner=True)
-    if owner:
-        account = pwd.getpwnam(owner)
-        for root, dirs, files in os.walk(workspace):
-            for name in [*dirs, *files]:
-                os.lchown(os.path.join(root, name), account.pw_uid, account.pw_gid)
-        os.chown(workspace, account.pw_uid, account.pw_gid)
+            if ids:  # tarfile gives each member its owner as it writes it: no walk over the tree afterwards
+                member.uid, member.gid = ids
+            archive.extract(member, workspace, set_attrs=True, numeric_owner=True, **_NO_FILTER)
     shutil.rmtree(parts, ignore_errors=True)
 
 
@@ -146,13 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     pack_parser.add_argument("--out", type=Path, required=True)
     pack_parser.add_argument("--ignore", action="append", default=[])
     pack_parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES)
+    pack_parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS)
     unpack_parser = commands.add_parser("unpack")
     unpack_parser.add_argument("--parts", type=Path, required=True)
     unpack_parser.add_argument("--workspace", type=Path, required=True)
     unpack_parser.add_argument("--owner")
     args = parser.parse_args(argv)
     if args.command == "pack":
-        print(json.dumps(pack(args.workspace, args.out, args.ignore, args.max_bytes)))
+        print(json.dumps(pack(args.workspace, args.out, args.ignore, args.max_bytes, max_seconds=args.max_seconds)))
     else:
         unpack(args.parts, args.workspace, args.owner)
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.runtime.sandbox import compose_config, k8s_values, processes_per_user
+from rebench_inspect.runtime.sandbox import compose, k8s_values, processes_per_user
 from rebench_inspect.runtime.scoring import anchors_metadata, final_score
 from rebench_inspect.runtime.staging import prepare_command, scoring_command, staged_tree, workspace_files
 from rebench_inspect.spec.environment import SCALES
@@ -85,7 +85,7 @@ def observed(name: str, scale: str, folder: Path) -> dict:
             "workspace_files": {
                 relative: _relative(source) for relative, source in workspace_files(environment).items()
             },
-            "compose": compose_config(environment).model_dump(mode="json", exclude_none=True),
+            "compose": compose(environment),
             "k8s_values": k8s_values(environment),
             "processes_per_user": processes_per_user(environment),
             "instructions_sha256": hashlib.sha256(str(task.dataset[0].input).encode()).hexdigest(),

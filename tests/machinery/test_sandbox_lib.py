@@ -2,7 +2,9 @@
 
 import json
 import os
+import pwd
 import resource
+import stat
 import subprocess
 import sys
 import time
@@ -42,12 +44,53 @@ def test_snapshot_skips_pipes_and_links_leaving_the_workspace_and_honours_ignore
     assert report.files == 2
 
 
-def test_snapshot_stops_past_its_size_limit(tmp_path):
-    (tmp_path / "ws").mkdir()
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ({"max_bytes": 4096}, "the workspace holds more than 4096 bytes to score"),
+        ({"max_entries": 3}, "the workspace holds more than 3 files, folders and links to score"),
+        ({"max_depth": 2}, "the workspace nests folders more than 2 deep"),
+        ({"max_path_bytes": 12}, "the workspace holds a path longer than 12 bytes"),
+        ({"max_seconds": 0}, "copying the workspace took longer than 0 s"),
+    ],
+    ids=["bytes", "entries", "depth", "path", "time"],
+)
+def test_snapshot_stops_past_each_of_its_bounds(tmp_path, limit, message):
+    (tmp_path / "ws" / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "copy").mkdir()
-    (tmp_path / "ws" / "big").write_bytes(b"x" * 5000)
-    with pytest.raises(SnapshotTooLarge):
-        snapshot_tree(tmp_path / "ws", tmp_path / "copy", max_bytes=4096)
+    (tmp_path / "ws" / "a" / "b" / "c" / "big.bin").write_bytes(b"x" * 5000)  # 4 entries, 3 deep, a 13-byte path
+    descriptors = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(SnapshotTooLarge) as refused:
+        snapshot_tree(tmp_path / "ws", tmp_path / "copy", **limit)
+    assert str(refused.value.reason) == message
+    assert len(os.listdir("/proc/self/fd")) == descriptors  # every folder's, on both sides, closed on the way out
+
+
+def test_snapshot_leaves_out_a_chain_of_links_that_leaves(tmp_path):
+    """`l` climbs from a/b/c to the workspace; `up` = a/b/c/l/../../.. is lexically `a`, but resolves `l` first."""
+    workspace, copy = tmp_path / "deep" / "ws", tmp_path / "copy"
+    (workspace / "a" / "b" / "c").mkdir(parents=True)
+    (workspace / "a" / "b" / "c" / "l").symlink_to("../../..")
+    (workspace / "up").symlink_to("a/b/c/l/../../..")
+    copy.mkdir()
+    report = snapshot_tree(workspace, copy)
+    assert report.skipped == ["up (a link that leaves the workspace)"]
+    assert os.readlink(copy / "a" / "b" / "c" / "l") == "../../.." and not os.path.lexists(copy / "up")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user takes root")
+def test_snapshot_gives_every_entry_to_its_owner(tmp_path):
+    workspace, copy = tmp_path / "ws", tmp_path / "copy"
+    (workspace / "pkg").mkdir(parents=True)
+    (workspace / "pkg" / "mod.py").write_text("y = 2\n")
+    os.chmod(workspace / "pkg" / "mod.py", 0o4777)
+    (workspace / "inside").symlink_to("pkg/mod.py")
+    copy.mkdir()
+    snapshot_tree(workspace, copy, user="nobody")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    assert {os.lstat(path).st_uid for path in [copy, *copy.rglob("*")]} == {nobody}
+    assert stat.S_IMODE(os.stat(copy / "pkg" / "mod.py").st_mode) == 0o755
+    assert (copy / "inside").read_text() == "y = 2\n"
 
 
 # ------------------------------------------------------------------------------------------------ main

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai.util import ComposeConfig
+import yaml
 
 from rebench.environments import ENVIRONMENTS
 from rebench_inspect.runtime.sandbox import (
@@ -25,6 +25,13 @@ from rebench_inspect.spec.environment import CONTAINER_LIMITS, SCALES, SMOKE_CPU
 SANDBOXES = Path(__file__).parents[2] / "sandboxes"
 DOCKERFILES = sorted(SANDBOXES.glob("*/Dockerfile"))
 CASES = [(name, scale) for name in sorted(ENVIRONMENTS) for scale in SCALES]
+
+
+def compose_document(name: str, scale: str) -> dict:
+    """What Docker is given: the compose file the environment's Docker sandbox names."""
+    config = sandbox_spec(ENVIRONMENTS[name].at(scale), "docker").config
+    assert isinstance(config, str)  # a file (Inspect's ComposeConfig refuses sysctls: runtime.sandbox.compose)
+    return yaml.safe_load(Path(config).read_text())
 
 
 def hadolint() -> str:
@@ -56,16 +63,15 @@ def test_an_environment_folder_holds_only_its_image_definition(name):
 @pytest.mark.parametrize(("name", "scale"), CASES)
 def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
     environment = ENVIRONMENTS[name]
-    config = sandbox_spec(environment.at(scale), "docker").config
-    assert isinstance(config, ComposeConfig)
+    services = compose_document(name, scale)["services"]
     raw = compose_service(environment.at(scale))
     assert raw["network_mode"] == "none"  # a custom compose replaces Inspect's default isolation
     assert not {"privileged", "cap_add", "volumes", "user", "build", "ports"} & set(raw)  # root stays default user
     assert raw["init"] is True and raw["working_dir"] == AGENT_WORKSPACE
-    assert config.services["default"].image == image_tag(name, scale) and image_tag(name, scale).endswith(f"-{scale}")
+    assert services["default"]["image"] == image_tag(name, scale) and image_tag(name, scale).endswith(f"-{scale}")
     # scoring apart from the agent: a second service like the agent's (no network, no volumes: nothing shared)
-    assert set(config.services) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
-    assert all(service == config.services["default"] for service in config.services.values())
+    assert set(services) == ({"default", SCORING_SERVICE} if environment.isolated_scoring else {"default"})
+    assert all(service == services["default"] for service in services.values())
     devices = raw.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
     if scale == "smoke":
         assert devices == []  # a laptop or CI machine: no GPU
@@ -81,8 +87,7 @@ def test_generated_compose_isolates_the_agent_and_fits_the_scale(name, scale):
 def test_generated_compose_caps_processes_and_temporary_space(name, scale):
     environment = ENVIRONMENTS[name]
     raw = compose_service(environment.at(scale))
-    config = sandbox_spec(environment.at(scale), "docker").config
-    assert isinstance(config, ComposeConfig) and config.services["default"].pids_limit == raw["pids_limit"]
+    assert compose_document(name, scale)["services"]["default"]["pids_limit"] == raw["pids_limit"]
     limits = CONTAINER_LIMITS[scale]
     assert raw["pids_limit"] == limits.pids and 256 <= limits.pids <= 32768
     # every non-root user who can run the agent's code (its own, its extra users, scoring's runner), each at its
@@ -103,10 +108,8 @@ def test_generated_compose_caps_processes_and_temporary_space(name, scale):
 
 @pytest.mark.parametrize(("name", "scale"), CASES)
 def test_every_service_caps_the_memory_kernel_objects_can_hold(name, scale):
-    # What Docker is given: the compose file Inspect writes from the config (extra fields included).
-    dumped = sandbox_spec(ENVIRONMENTS[name].at(scale), "docker").config.model_dump(mode="json", by_alias=True)
     limits = CONTAINER_LIMITS[scale]
-    for service in dumped["services"].values():
+    for service in compose_document(name, scale)["services"].values():
         sysctls = service["sysctls"]
         assert sysctls["kernel.shm_rmid_forced"] == "1"  # no segment outlives the processes attached to it
         assert int(sysctls["kernel.shmall"]) * 4096 == int(sysctls["kernel.shmmax"]) == limits.sysv_shm_mb * 1024**2

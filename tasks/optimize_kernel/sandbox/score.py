@@ -28,18 +28,14 @@ import numpy as np
 from rebench.sandbox_lib import (
     InfrastructureError,
     Invalid,
-    Quarantine,
     Reason,
     Scored,
     ScoringRun,
     descendants,
     kill_descendants,
     main,
-    reached_the_agent,
-    runner_user,
 )
 from rebench.sandbox_lib.cache import one_timed_run_at_a_time
-from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.modules import copy_modules, module_command
 from rebench.sandbox_lib.untrusted import demote_to, kill_process_group
 from rebench.sandbox_lib.untrusted_files import parse_json
@@ -557,16 +553,8 @@ def score(run: ScoringRun) -> Scored:
         raise Invalid(NO_WORKSPACE)
     if not (run.workspace / "solution.py").is_file():
         raise Invalid(NO_SOLUTION)
-    user = runner_user(run.run_as)
-    details["runner_user"] = user is not None
-    with one_timed_run_at_a_time("optimize_kernel"), Quarantine(run.agent_users, user) as quarantine:
-        try:
-            trials = measure(run, settings, user, details)
-        finally:
-            sweep = quarantine.sweep()
-            details["isolation"] = sweep_flags(sweep)
-    if reached_the_agent(sweep):
-        raise Invalid(REACHED_THE_AGENT)
+    with one_timed_run_at_a_time("optimize_kernel"), run.untrusted(REACHED_THE_AGENT) as user:
+        trials = measure(run, settings, user, details)
     median_ms = statistics.median(trials)
     details.update(trials_ms=[round(t, 4) for t in trials], median_ms=median_ms)
     return Scored(raw=median_ms, message=CORRECT.format(trials=settings["trials"]))

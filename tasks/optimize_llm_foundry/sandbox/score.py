@@ -36,7 +36,6 @@ from typing import Any
 from rebench.sandbox_lib import (
     InfrastructureError,
     Invalid,
-    Quarantine,
     Reason,
     Scored,
     ScoringRun,
@@ -44,13 +43,10 @@ from rebench.sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
-    reached_the_agent,
-    runner_user,
     snapshot_tree,
     wait_for_descendants,
 )
 from rebench.sandbox_lib.cache import cached_entry, one_timed_run_at_a_time
-from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.paths import cache_root
 from rebench.sandbox_lib.threads import thread_env
 
@@ -281,42 +277,34 @@ def score(run: ScoringRun) -> Scored:
     if missing_stack:
         print(missing_stack, file=sys.stderr)  # the harness's own installation check, for whoever reads the log
         raise InfrastructureError(STACK_MISSING)
-    user = runner_user(run.run_as)
-    details: dict = {"runner_user": user is not None, "max_weight_difference": limits["max_weight_difference"]}
-    with Quarantine(run.agent_users, user) as quarantine:
+    details: dict = {"max_weight_difference": limits["max_weight_difference"]}
+    with run.untrusted(RUNNER_WROTE_AGENT_FILES) as user:
+        reference, made = reference_weights(run, data, model, user)
+        details.update(made)
+        run_dir = run.work / "candidate"
+        run_dir.mkdir(mode=0o755)
+        solution = candidate_solution(run, run_dir, user, limits)
+        lay_out_run(run_dir, data, model)
+        home = private_folder(run.work, "candidate-home", user)
+        seconds, status = time_finetune(
+            solution,
+            user,
+            home,
+            run.timeout(TIMEOUTS_S[run.scale]["finetune"]),
+            run.work / "candidate.log",
+            run.scale,
+        )
+        details["seconds"] = round(seconds, 3)
+        if status != 0:
+            raise Invalid(SCRIPT_FAILED)
         try:
-            reference, made = reference_weights(run, data, model, user)
-            details.update(made)
-            run_dir = run.work / "candidate"
-            run_dir.mkdir(mode=0o755)
-            solution = candidate_solution(run, run_dir, user, limits)
-            lay_out_run(run_dir, data, model)
-            home = private_folder(run.work, "candidate-home", user)
-            seconds, status = time_finetune(
-                solution,
-                user,
-                home,
-                run.timeout(TIMEOUTS_S[run.scale]["finetune"]),
-                run.work / "candidate.log",
-                run.scale,
-            )
-            details["seconds"] = round(seconds, 3)
-            if status != 0:
-                raise Invalid(SCRIPT_FAILED)
-            try:
-                produced = read_weights(solution / "trained_model", limits["max_weights_bytes"])
-                expected = read_weights(reference, limits["max_weights_bytes"])
-                difference = weight_difference(produced, expected)
-            except BadWeights as ex:
-                raise Invalid(BAD_WEIGHTS[ex.code].fill({"max_bytes": limits["max_weights_bytes"]})) from None
-        finally:
-            kill_descendants()
-            sweep = quarantine.sweep()
-            details["isolation"] = sweep_flags(sweep)
+            produced = read_weights(solution / "trained_model", limits["max_weights_bytes"])
+            expected = read_weights(reference, limits["max_weights_bytes"])
+            difference = weight_difference(produced, expected)
+        except BadWeights as ex:
+            raise Invalid(BAD_WEIGHTS[ex.code].fill({"max_bytes": limits["max_weights_bytes"]})) from None
     # For the log only (the agent is told within or over the limit): a number, rounded, never text.
     details["weight_difference"] = round(difference, 4)
-    if reached_the_agent(sweep):
-        raise Invalid(RUNNER_WROTE_AGENT_FILES, details)
     if difference > limits["max_weight_difference"]:
         raise Invalid(TOO_DIFFERENT, details, limit=limits["max_weight_difference"])
     return Scored(seconds, TIMED.format(seconds=seconds), details)

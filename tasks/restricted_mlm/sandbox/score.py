@@ -29,7 +29,6 @@ from rebench.sandbox_lib import (
     Reason,
     Scored,
     ScoringRun,
-    kill_descendants,
     main,
     run_untrusted,
 )
@@ -56,6 +55,9 @@ EXPORT_FAILED = Reason(
 EXPORT_REPORT = Reason("the export step's report")
 EXPORT_UNREADABLE = Reason("the export step's report is unreadable")
 EXPORT_MISSING = Reason("the export step wrote no program.json and weights.pt (both regular files)")
+EXPORT_REACHED_THE_AGENT = Reason(
+    "the export step wrote into files or sockets outside its own folders that the agent can read"
+)
 EVALUATION_REFUSALS = {
     "graph": Reason(
         "the exported graph is malformed or uses operations that are not allowed (check_model.py in the workspace "
@@ -84,43 +86,48 @@ def copy_out(source: Path, destination: Path, expected_uid: int | None) -> bool:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > FILE_LIMITS[source.name]:
-            return False
-        if expected_uid is not None and info.st_uid != expected_uid:
-            return False
-        with open(destination, "wb") as out:
-            shutil.copyfileobj(f, out)
+    info = os.fstat(fd)  # before fdopen, which refuses a folder with an exception (the fuzz tier found it)
+    if (
+        not stat.S_ISREG(info.st_mode)
+        or info.st_nlink != 1
+        or info.st_size > FILE_LIMITS[source.name]
+        or (expected_uid is not None and info.st_uid != expected_uid)
+    ):
+        os.close(fd)
+        return False
+    with os.fdopen(fd, "rb") as f, open(destination, "wb") as out:
+        shutil.copyfileobj(f, out)
     return True
 
 
 def export(run: ScoringRun, settings: dict) -> Path:
     """Step 1: the graph and its tensors, copied into a root-only folder (returned); `Invalid` when they are not."""
-    snapshot = run.snapshot(max_bytes=FILE_LIMITS["weights.pt"])
-    account = pwd.getpwnam(run.run_as) if run.run_as else None
-    out = run.work / f"export-{secrets.token_hex(8)}"
-    out.mkdir(mode=0o700)
-    if account is not None:
-        os.chown(out, account.pw_uid, account.pw_gid)
-    # The exporter, root's and readable by the agent's user (the work folder is root's), run from its copy; it moves
-    # into the solution folder itself.
-    exporter = f"{__package__}.export_model"
-    copy_modules([exporter], run.work / "exporter")
-    solution = snapshot / SOLUTION
-    started = time.time()
-    arguments = [str(solution), str(out), str(settings["batch_size"])]
-    arguments += [str(settings["sequence_length"]), str(settings["vocab_size"])]
-    command, cwd = module_command(exporter, arguments, code_dir=run.work / "exporter", isolated=True)
-    run_untrusted(
-        command,
-        cwd=cwd,
-        user=run.run_as,
-        timeout=run.timeout(TIMEOUTS_S[run.scale]["export"]),
-        env=minimal_env(account.pw_dir if account else os.environ.get("HOME", "/tmp"), run.scale),
-        file_size_limit=FILE_LIMITS["weights.pt"],
-    )
-    kill_descendants()  # anything the agent's code left behind (daemons) dies before its files are read
+    # Through the library's door for the agent's code: as the runner user where the image has one, everything it
+    # started dead when the door closes (daemons die before the exporter's files are read).
+    with run.untrusted(EXPORT_REACHED_THE_AGENT) as user:
+        snapshot = run.snapshot(max_bytes=FILE_LIMITS["weights.pt"], owner=user)
+        account = pwd.getpwnam(user) if user else None
+        out = run.work / f"export-{secrets.token_hex(8)}"
+        out.mkdir(mode=0o700)
+        if account is not None:
+            os.chown(out, account.pw_uid, account.pw_gid)
+        # The exporter, root's and readable by the agent's user (the work folder is root's), run from its copy; it
+        # moves into the solution folder itself.
+        exporter = f"{__package__}.export_model"
+        copy_modules([exporter], run.work / "exporter")
+        solution = snapshot / SOLUTION
+        started = time.time()
+        arguments = [str(solution), str(out), str(settings["batch_size"])]
+        arguments += [str(settings["sequence_length"]), str(settings["vocab_size"])]
+        command, cwd = module_command(exporter, arguments, code_dir=run.work / "exporter", isolated=True)
+        run_untrusted(
+            command,
+            cwd=cwd,
+            user=user,
+            timeout=run.timeout(TIMEOUTS_S[run.scale]["export"]),
+            env=minimal_env(account.pw_dir if account else os.environ.get("HOME", "/tmp"), run.scale),
+            file_size_limit=FILE_LIMITS["weights.pt"],
+        )
     run.details["export_seconds"] = round(time.time() - started, 2)
     program = run.work / "program"
     program.mkdir(mode=0o700)

@@ -34,7 +34,6 @@ from pathlib import Path
 from rebench.sandbox_lib import (
     InfrastructureError,
     Invalid,
-    Quarantine,
     Reason,
     Scored,
     ScoringRun,
@@ -42,11 +41,8 @@ from rebench.sandbox_lib import (
     demote_to,
     kill_descendants,
     main,
-    reached_the_agent,
-    runner_user,
     snapshot_tree,
 )
-from rebench.sandbox_lib.isolation import sweep_flags
 from rebench.sandbox_lib.modules import copy_modules, module_command
 from rebench.sandbox_lib.untrusted_files import read_json
 
@@ -322,17 +318,8 @@ def score(run: ScoringRun) -> Scored:
     problems = json.loads(problems_file.read_text())
     if not (run.workspace / f"{MODULE}.py").is_file():
         raise Invalid(NO_MODULE)
-    user = runner_user(run.run_as)
-    with Quarantine(run.agent_users, user) as quarantine:
-        try:
-            valid, raw, message, details = evaluate(run, problems, user, responses_dir)
-        finally:
-            kill_descendants()
-            isolation = quarantine.sweep()
-    details["runner_user"] = user is not None
-    details["isolation"] = sweep_flags(isolation)
-    if reached_the_agent(isolation):
-        raise Invalid(RUNNER_WROTE_AGENT_FILES, details)
+    with run.untrusted(RUNNER_WROTE_AGENT_FILES) as user:
+        valid, raw, message, details = evaluate(run, problems, user, responses_dir)
     if not valid or raw is None:
         raise Invalid(message, details)
     return Scored(raw, message, details)
