@@ -1,8 +1,9 @@
 """The default agent and the agent's score tools.
 
 The default agent is Inspect's `react()` with bash and python run as the unprivileged agent user in the workspace,
-plus `score` and `score_log`, and notices of its remaining working time. Any `--solver` may replace it (e.g.
-`human_cli` with intermediate scoring, see the README).
+plus `score` and `score_log`, and notices of its remaining working time; it checkpoints after each turn that scored
+and tells the model of a resume. Any `--solver` may replace it (e.g. `human_cli` with intermediate scoring, see the
+README).
 """
 
 import shlex
@@ -14,6 +15,7 @@ from inspect_ai.scorer import score as run_task_scorers
 from inspect_ai.tool import Tool, ToolCall, ToolCallContent, ToolCallView, ToolCallViewer, tool
 from inspect_ai.util import sandbox
 
+from .checkpoints import checkpoint_if_scored, resume_notice
 from .clock import due_notice, time_left_sentence
 from .scoring import describe_entry, score_log, scores_visible
 from .state import current_layout
@@ -109,8 +111,11 @@ def score_log_tool() -> Tool:
 
 
 async def time_notice(state: AgentState) -> bool | str:
-    """After each turn: a notice once the working time crosses 50% or 90% of the budget, else carry on as usual."""
-    return due_notice() or True
+    """After each turn: a checkpoint if the agent scored (`checkpoint_if_scored`), then the resume's message once after
+    a resume, and a notice once the working time crosses 50% or 90% of the budget; else carry on as usual."""
+    await checkpoint_if_scored()
+    notices = [notice for notice in (resume_notice(), due_notice()) if notice]
+    return "\n\n".join(notices) or True
 
 
 @agent

@@ -29,6 +29,7 @@ from inspect_ai._util.package import get_installed_package_name
 
 from ..spec.choices import not_one_of
 from ..spec.environment import SCALES, EnvironmentSpec, ResolvedEnvironment, Scale
+from .checkpoints import DEFAULT_CHECKPOINT_MINUTES
 from .sandbox import SANDBOX_TYPES
 
 # The signature's catch-all: Inspect hands a task every `-T` name only when the task takes **kwargs (otherwise it
@@ -55,6 +56,7 @@ class CommonParameters:
     score_visible: bool | None = None
     epochs: int = 1
     anchors: str | None = None
+    checkpoint_minutes: float = DEFAULT_CHECKPOINT_MINUTES
 
     def as_kwargs(self) -> dict[str, object]:
         return asdict(self)
@@ -119,7 +121,13 @@ def checked_parameters(environment: EnvironmentSpec, parameters: CommonParameter
         raise refuse("epochs", "a whole number of at least 1")
     if parameters.anchors is not None and not isinstance(parameters.anchors, str):
         raise refuse("anchors", "the path of an anchors file written by `rebench calibrate`")
-    return replace(parameters, time_budget_hours=float(parameters.time_budget_hours))
+    if not _is_number(parameters.checkpoint_minutes) or parameters.checkpoint_minutes < 0:
+        raise refuse("checkpoint_minutes", "a number of minutes (e.g. 30), or 0 for no checkpoints")
+    return replace(
+        parameters,
+        time_budget_hours=float(parameters.time_budget_hours),
+        checkpoint_minutes=float(parameters.checkpoint_minutes),
+    )
 
 
 def resolve(environment: EnvironmentSpec, parameters: CommonParameters) -> ResolvedEnvironment:
@@ -156,6 +164,8 @@ def common_parameter_docs(environment: EnvironmentSpec, scale_doc: str | None = 
         "epochs": "Runs per environment; scores are reduced by mean and max (best-of-k).",
         "anchors": "An anchors file written by `rebench calibrate` for this environment and scale: its anchors "
         "replace the built-in ones, and every score's metadata names the file.",
+        "checkpoint_minutes": "Docker and k8s runs checkpoint the agent's home and the score log every this many "
+        "minutes and after each scored turn; `inspect eval-retry` resumes from the last one. 0: no checkpoints.",
     }
 
 

@@ -364,6 +364,16 @@ async def keep_start_workspace(layout: SandboxLayout) -> None:
     await checked_exec(["sh", "-c", keep, scoring.workspace, kept], box=scoring.sandbox())
 
 
+async def keep_start_workspace_again(environment: EnvironmentSpec, layout: SandboxLayout) -> None:
+    """On a resume, in fresh sandboxes: the kept starting workspace as `keep_start_workspace` made it, from the
+    starting workspace setup has just laid out again (copied first to the scoring service, where there is one)."""
+    if layout.scoring_service is not None:
+        problem = await copy_submission(environment, layout)
+        if problem is not None:
+            raise ScoringInfrastructureError(f"the starting workspace could not be kept again: {problem}")
+    await keep_start_workspace(layout)
+
+
 async def verdict_after_failure(
     environment: ResolvedEnvironment,
     layout: SandboxLayout,

@@ -1,11 +1,20 @@
 """The per-sample state rebench keeps in Inspect's store, typed (one `StoreModel` instead of string keys)."""
 
 from inspect_ai.util import StoreModel, store_as
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..spec.environment import Anchors
 from ..spec.normalise import ScoreEntry
 from .layout import SandboxLayout
+
+
+class ResumeMark(BaseModel):
+    """Where a resume from a checkpoint happened: after `score_log_entries` entries of the score log, with
+    `working_time_s` of working time already used (it counts)."""
+
+    attempt: str  # Inspect's: `resume` (the agent goes on) or `resume_for_scoring` (it had submitted)
+    score_log_entries: int
+    working_time_s: float | None
 
 
 class RebenchState(StoreModel):
@@ -16,6 +25,12 @@ class RebenchState(StoreModel):
     anchors: Anchors | None = None
     # Reassign (never mutate in place): the store only sees assignments.
     score_log: list[ScoreEntry] = Field(default_factory=list)
+    # Score log entries the last checkpoint holds (the default agent checkpoints after each new one).
+    checkpointed_entries: int = 0
+    # Where the sample resumed from a checkpoint (`checkpoints.on_resume`), oldest first.
+    resumes: list[ResumeMark] = Field(default_factory=list)
+    # How many of `resumes` the default agent has told the model about.
+    resume_told: int = 0
 
 
 def rebench_state() -> RebenchState:

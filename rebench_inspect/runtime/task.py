@@ -12,6 +12,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from ..spec.environment import EnvironmentSpec, ResolvedEnvironment
 from ..spec.register import task_version
 from .agent import rebench_agent
+from .checkpoints import checkpoint_config, on_resume, resuming
 from .environment_task import DEFAULT_TIME_BUDGET_HOURS, CommonParameters, checked_parameters
 from .held import HeldContext
 from .layout import SandboxLayout, detect_layout
@@ -22,6 +23,7 @@ from .scoring import (
     SCORER_NAME,
     SandboxService,
     checked_exec,
+    keep_start_workspace_again,
     open_services,
     rebench_scorer,
     stage_in_sandbox,
@@ -89,7 +91,9 @@ def rebench_setup(
     measure_anchors: bool = False,
 ) -> Solver:
     """Lay out the workspace, prepare models and data, measure the anchors where `measure_anchors`
-    (`measured_anchors`), and score the starting solution (the log's first entry)."""
+    (`measured_anchors`), and score the starting solution (the log's first entry). Resuming from a checkpoint, the
+    same but for the measuring and scoring: the start's kept copy is made again, and the workspace left empty for the
+    checkpoint's."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         layout = await detect_layout(agent_user, SCORING_SERVICE if environment.spec.isolated_scoring else None)
@@ -97,7 +101,14 @@ def rebench_setup(
         state_store.layout = layout
         state_store.score_visible = score_visible
         await lay_out_workspace(environment, layout)
-        if measure_anchors:
+        resumed = resuming() != "initial"
+        if resumed:
+            # Everything of the root's as at the start (the store, anchors included, comes back with the checkpoint),
+            # then the agent's home from the checkpoint, as it was: no starting file it had deleted comes back.
+            await keep_start_workspace_again(environment.spec, layout)
+            empty = 'rm -rf "$0" && mkdir "$0" && chown "$1:$1" "$0"'
+            await checked_exec(["sh", "-c", empty, layout.workspace, layout.agent_user or "root"])
+        elif measure_anchors:
             state_store.anchors = await measure_anchors_here(environment, layout, services)
         if services:
             held = HeldContext(open_services(services, layout, "agent"), name="rebench-agent-services")
@@ -107,9 +118,13 @@ def rebench_setup(
         state.user_prompt.text = render_instructions(
             environment, layout.workspace, time_budget_hours, score_visible, run_fields
         )
+        if resumed:
+            transcript().info("Resuming from a checkpoint: the start is not scored again.")
+            return state
         state_store.started_at = time.time()
         transcript().info("Scoring the starting solution (the score log's first entry)…")
         await run_task_scorers(state)
+        state_store.checkpointed_entries = len(state_store.score_log)  # the start alone is no state worth keeping
         return state
 
     return solve
@@ -237,6 +252,8 @@ def build_task(
             measures_anchors(environment),
         ),
         cleanup=close_sample_services(services) if services else None,
+        checkpoint=checkpoint_config(parameters.sandbox, parameters.checkpoint_minutes),
+        on_resume=on_resume,
         solver=rebench_agent(),
         scorer=rebench_scorer(environment, services),
         sandbox=sandbox_spec(environment, parameters.sandbox),

@@ -18,17 +18,17 @@ environments that score in the agent's container, stands for them in route 1.
 import pytest
 
 from rebench.environments import ENVIRONMENTS
+from rebench_inspect.runtime import scoring
 from rebench_inspect.testing.scripted import tool_call
 
 from .test_exhaustion import entries, scored_by_an_agent_that_ran
 
 pytestmark = [pytest.mark.docker]
 
-IN_THE_AGENTS_CONTAINER = "scaling_law"
-
 # Fills System V shared memory, 64 MiB a segment, detaching each (only /proc/sysvipc shows it), up to the container's
-# whole 8 GiB (before the fix the out-of-memory killer ended it there, the segments left behind); prints how much is
-# still held if it lives. With `kernel.shm_rmid_forced` a detached segment is freed at once.
+# whole 8 GiB: before the fix the out-of-memory killer ended it there and the segments stayed, so the next root process
+# to need memory met the killer in turn. With `kernel.shm_rmid_forced` a detached segment is freed at once, and it
+# prints how much is still held.
 PIN_SHARED_MEMORY = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -59,12 +59,13 @@ MANY_FILES = (
     "python3 -c \"import os\nos.mkdir('many')\nfor i in range(150000): open(f'many/{i}', 'w').close()\" && echo MANY"
 )
 CLEAN = "rm -rf d n* many && echo CLEAN"
-# restricted_mlm's model pins memory as the scorer's exporter imports it, in the scoring service (route 2): then root's
-# evaluation step, the largest process, met the out-of-memory killer.
-PINNING_MODEL = (
-    f"cat > /tmp/pin.py <<'EOF'\n{PIN_SHARED_MEMORY}\nEOF\n"
-    "cat /tmp/pin.py solution/model.py > /tmp/model.py && mv /tmp/model.py solution/model.py && echo PINNING"
-)
+# restricted_mlm's model, as the scorer's exporter exits, pins memory in the scoring service from a process that then
+# exits too (route 2): before the fix, root's evaluation step that followed met the out-of-memory killer.
+PIN_AT_EXIT = f"""
+import atexit as _atexit, subprocess as _subprocess, sys as _sys
+_atexit.register(_subprocess.run, [_sys.executable, "-c", {PIN_SHARED_MEMORY!r}])
+"""
+PINNING_MODEL = f"cat >> solution/model.py <<'EOF'\n{PIN_AT_EXIT}\nEOF\necho PINNING"
 
 
 def held_mib(printed: str) -> int:
@@ -72,10 +73,13 @@ def held_mib(printed: str) -> int:
     return int(printed.split("HELD", 1)[1].split()[0])
 
 
-def test_agent_shaped_trees_end_in_verdicts_where_scoring_runs_apart(smoke_image):
-    smoke_image(ENVIRONMENTS["optimize_kernel"])
+# CI's Docker lanes pick each environment's tests by name (`-k ENV`): each test names its environment.
+@pytest.mark.parametrize("name", ["optimize_kernel"])
+def test_agent_shaped_trees_end_in_verdicts_where_scoring_runs_apart(name, smoke_image):
+    smoke_image(ENVIRONMENTS[name])
+    assert ENVIRONMENTS[name].isolated_scoring
     sample, printed = scored_by_an_agent_that_ran(
-        "optimize_kernel",
+        name,
         [
             tool_call("bash", command=DEEP_TREE),
             tool_call("score"),  # route 3: too deep
@@ -85,6 +89,9 @@ def test_agent_shaped_trees_end_in_verdicts_where_scoring_runs_apart(smoke_image
             tool_call("score"),  # route 4: too many entries
             tool_call("bash", command=f"{CLEAN} && {LEAVE_MEMORY_BEHIND}"),  # route 1: then the final stop and score
         ],
+        # Open (issue 47): Inspect's checkpoint archives the agent's home with tar, which took 515 s over the deep
+        # tree here (load 2-3, 2026-12-07); this test is about the copy into scoring.
+        checkpoint_minutes=0,
     )
     log = [(entry["label"], entry["valid"]) for entry in entries(sample)]
     assert log == [("start", True), ("agent", False), ("agent", False), ("agent", False), ("final", True)], log
@@ -97,21 +104,22 @@ def test_agent_shaped_trees_end_in_verdicts_where_scoring_runs_apart(smoke_image
     assert not any("n" * 250 in message.text for message in sample.messages if message.role == "tool")
 
 
-def test_code_that_pins_memory_at_scoring_time_ends_in_a_verdict(smoke_image):
-    smoke_image(ENVIRONMENTS["restricted_mlm"])
-    sample, printed = scored_by_an_agent_that_ran(
-        "restricted_mlm", [tool_call("bash", command=PINNING_MODEL), tool_call("score")]
-    )
+@pytest.mark.parametrize("name", ["restricted_mlm"])
+def test_code_that_pins_memory_at_scoring_time_ends_in_a_verdict(name, smoke_image):
+    smoke_image(ENVIRONMENTS[name])
+    sample, printed = scored_by_an_agent_that_ran(name, [tool_call("bash", command=PINNING_MODEL), tool_call("score")])
     assert "PINNING" in printed[0], printed[0]
     # each segment was freed as it was detached: the model exports and evaluates as the starting one does
     log = [(entry["label"], entry["valid"]) for entry in entries(sample)]
     assert log == [("start", True), ("agent", True), ("final", True)], entries(sample)
 
 
-def test_memory_left_behind_ends_in_verdicts_where_scoring_runs_in_the_agents_container(smoke_image):
-    smoke_image(ENVIRONMENTS[IN_THE_AGENTS_CONTAINER])
+@pytest.mark.parametrize("name", ["scaling_law"])
+def test_memory_left_behind_ends_in_verdicts_where_scoring_runs_in_the_agents_container(name, smoke_image):
+    smoke_image(ENVIRONMENTS[name])
+    assert not ENVIRONMENTS[name].isolated_scoring
     sample, printed = scored_by_an_agent_that_ran(
-        IN_THE_AGENTS_CONTAINER,
+        name,
         # route 1, with an intermediate scoring run beside the memory left (root's program in the same container)
         [tool_call("bash", command=LEAVE_MEMORY_BEHIND), tool_call("score")],
     )
@@ -120,3 +128,25 @@ def test_memory_left_behind_ends_in_verdicts_where_scoring_runs_in_the_agents_co
     assert log == [("start", True), ("agent", True), ("final", True)], entries(sample)
     reclaimed = sample.scores["rebench_scorer"].metadata["agent_leftovers_reclaimed"]
     assert reclaimed["memory_files_removed"] >= 3, reclaimed
+
+
+@pytest.mark.parametrize("name", ["optimize_kernel"])
+def test_a_scoring_step_that_fails_after_the_agent_acted_is_checked_where_scoring_runs(name, smoke_image, monkeypatch):
+    """The harness's check of itself in a real scoring service: the runner user's processes stopped and its leftovers
+    reclaimed there, the starting workspace kept at setup scored in a copy of its own; the agent's call that failed
+    is then an invalid entry, and the next run works."""
+    smoke_image(ENVIRONMENTS[name])
+    copy_submission, calls = scoring.copy_submission, []
+
+    async def failing_at_the_agents_call(environment, layout):
+        calls.append(environment.name)
+        if len(calls) == 2:  # the start's copy, then the agent's: a stand-in for a step the agent's state broke
+            raise scoring.ScoringInfrastructureError("the copy failed")
+        return await copy_submission(environment, layout)
+
+    monkeypatch.setattr(scoring, "copy_submission", failing_at_the_agents_call)
+    sample, _ = scored_by_an_agent_that_ran(name, [tool_call("score")])
+    log = [(entry["label"], entry["valid"]) for entry in entries(sample)]
+    assert log == [("start", True), ("agent", False), ("final", True)], entries(sample)
+    assert entries(sample)[1]["message"] == scoring.SUBMISSION_BROKE_SCORING
+    assert entries(sample)[1]["details"]["harness_check"] == "passed"

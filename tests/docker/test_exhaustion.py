@@ -55,10 +55,14 @@ FILL_TEMP_FOLDERS = " ".join(
 )
 
 
-def scored_by_an_agent_that_ran(name: str, calls: list) -> tuple[EvalSample, list[str]]:
+def scored_by_an_agent_that_ran(name: str, calls: list, **task_args) -> tuple[EvalSample, list[str]]:
     """The sample of a smoke eval whose agent makes `calls`, then submits; and what each call returned."""
     task = TASKS[name](
-        scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
+        scale="smoke",
+        sandbox="docker",
+        time_budget_hours=0.5,
+        anchors=fixed_smoke_anchors(ENVIRONMENTS[name]),
+        **task_args,
     )
     [log] = eval(task, model=scripted_agent(calls), display="none", log_dir=None)
     [sample] = log.samples

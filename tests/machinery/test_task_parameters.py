@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ BAD_PARAMETERS = {
     "fractional limit": ({"message_limit": 2.5}, "message_limit must be a whole number of at least 1"),
     "visibility not a boolean": ({"score_visible": "yes"}, "score_visible must be true or false, not 'yes'"),
     "anchors file missing": ({"anchors": "no/such/anchors.json"}, "anchors file 'no/such/anchors.json' unusable"),
+    "negative interval": ({"checkpoint_minutes": -5}, "checkpoint_minutes must be a number of minutes (e.g. 30), or 0"),
 }
 
 
@@ -55,7 +57,8 @@ REFUSED_ON_THE_COMMAND_LINE = {
     "misspelt name": (
         "time_budget_hour=1",
         "rebench/optimize_kernel: unknown parameter 'time_budget_hour': did you mean time_budget_hours? (one of: "
-        "scale, time_budget_hours, token_limit, message_limit, sandbox, agent_user, score_visible, epochs, anchors)",
+        "scale, time_budget_hours, token_limit, message_limit, sandbox, agent_user, score_visible, epochs, anchors, "
+        "checkpoint_minutes)",
     ),
     "value not a number": (
         "time_budget_hours=abc",
@@ -107,3 +110,19 @@ def test_the_sandbox_variable_counts_as_the_command_line():
 
     assert sandbox_on_the_command_line([], {"INSPECT_EVAL_SANDBOX": "local"}) == "local"
     assert sandbox_on_the_command_line(["--sandbox-cleanup", "false"], {}) is None
+
+
+@pytest.mark.parametrize(
+    "sandbox, minutes, checkpointed",
+    [("docker", 30, True), ("k8s", 30, True), ("docker", 0, False), ("local", 30, False)],
+)
+def test_checkpoints_are_on_for_container_sandboxes_unless_turned_off(sandbox, minutes, checkpointed):
+    from inspect_ai.util import ArchiveSnapshots, TimeInterval
+
+    task = task_create("rebench/scaling_law", scale="smoke", sandbox=sandbox, checkpoint_minutes=minutes)
+    assert (task.checkpoint is not None and task.checkpoint.sandbox_paths is not None) == checkpointed
+    if checkpointed:
+        assert task.checkpoint.trigger == TimeInterval(every=timedelta(minutes=minutes))
+        paths = task.checkpoint.sandbox_paths
+        assert paths["default"].paths == ["/home/agent"] and paths["default"].strategy == ArchiveSnapshots()
+        assert paths["scoring"] == []  # the scoring service's files are never checkpointed
