@@ -328,8 +328,18 @@ def main() -> None:
             tool_results[name] = score_tool_calls(environment, task, args.calls, log_dir)
             print(f"{name}: done", file=sys.stderr)
     text = report(tool_results, cli_results, load.samples, began, time.monotonic() - started, args.calls)
-    args.output.write_text(text)
+    args.output.write_text(text + hand_kept(args.output))
     print(text)
+
+
+# RESULTS.md ends in sections kept by hand (dated measurements moved out of the README); a regeneration keeps them.
+HAND_KEPT = "<!-- hand-kept below: overhead.py rewrites only what is above this line -->"
+
+
+def hand_kept(output: Path) -> str:
+    """The hand-kept part of the file `output` already holds (from HAND_KEPT on), or nothing."""
+    old = output.read_text() if output.is_file() else ""
+    return old[old.index(HAND_KEPT) :] if HAND_KEPT in old else ""
 
 
 if __name__ == "__main__":

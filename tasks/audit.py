@@ -3,7 +3,7 @@
 
 Importing this module imports Inspect Scout (the `audit` extra). The package's registry (`rebench._registry`) stays
 light: it registers stand-ins under the same names (`rebench_inspect.audit.registration`) that import this module
-only when a scanner is created. The rules are in `rebench_inspect.audit`; README "Auditing runs for reward hacking"
+only when a scanner is created. The rules are in `rebench_inspect.audit`; docs/audit.md
 says what each catches and cannot.
 """
 

@@ -48,7 +48,7 @@ def toy_spec() -> EnvironmentSpec:
 #   (`environment` or `name`), only the timed ones'.
 # - the image agent's lock, held by `docker` tests only and taken alone by one marked `holds_the_agents_process_slots`:
 #   its agent uses up the process limit of the images' `agent` uid, which the kernel counts across every container
-#   on the host (README, security model), leaving none for another Docker test's agent. Host tests never run as that
+#   on the host (docs/security-model.md), leaving none for another Docker test's agent. Host tests never run as that
 #   uid (their users take THROWAWAY_IDS below), so they go on beside it.
 # Each lock is two files: the turnstile lets a waiting exclusive test in before later shared ones. Locks are taken in
 # one order (host, then image agent), so two tests never wait for each other. Not reentrant across processes: never

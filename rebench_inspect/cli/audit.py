@@ -1,5 +1,5 @@
-"""`rebench audit`: the reward-hacking audit's scanners over eval logs, offline (README "Auditing runs for reward
-hacking"); and `rebench report`'s options for the audit's verdicts."""
+"""`rebench audit`: the reward-hacking audit's scanners over eval logs, offline (docs/audit.md); and `rebench
+report`'s options for the audit's verdicts."""
 
 import argparse
 import sys

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..spec.environment import EnvironmentSpec
 
 # What a cold cache adds to `rebench demo` on an idle 2-core machine: about 100 s measured on 2026-12-06, rounded up for
-# a busier one (README; benchmarks/*_timings.py for the per-environment parts).
+# a busier one (benchmarks/RESULTS.md; benchmarks/*_timings.py for the per-environment parts).
 COLD_PREPARATION_MINUTES = 3
 # A timed environment's smoke anchors as the last demo that passed it measured them, kept as an anchors file in the
 # environment's cache folder and reused while its code is unchanged and the machine is as busy as it was then (the

@@ -2,8 +2,8 @@
 
 The default agent is Inspect's `react()` with bash and python run as the unprivileged agent user in the workspace,
 plus `score` and `score_log`, and notices of its remaining working time; it checkpoints after each turn that scored
-and tells the model of a resume. Any `--solver` may replace it (e.g. `human_cli` with intermediate scoring, see the
-README).
+and tells the model of a resume. Any `--solver` may replace it (e.g. `human_cli` with intermediate scoring, see
+docs/running.md).
 """
 
 import shlex

@@ -37,7 +37,7 @@ KEEP_ALIVE = ["tail", "-f", "/dev/null"]
 # agent's processes live on: scoring's runner (`sandbox_lib.RUNNER_USER`) where the image has one.
 SCORING_RUN_AS_USERS = 1
 # The temporary folders the agent user may write, executable (compilers and torch.compile use /tmp). Its home is
-# the container's disk, which only the engine's storage quota can cap (see the README); setup closes the image's
+# the container's disk, which only the engine's storage quota can cap (docs/security-model.md); setup closes the image's
 # world-writable lock folder, which no task needs.
 TEMP_DIRS = ("/tmp", "/var/tmp")
 LOCK_DIR = "/run/lock"
@@ -65,7 +65,7 @@ def processes_per_user(environment: ResolvedEnvironment) -> int:
     agent's code, all at their limit together, still leave root its `root_pids`: an agent that holds every slot it
     can get cannot keep the harness from stopping it and scoring. Root is exempt from the limit. The kernel counts a
     uid's processes across the host (containers share the host's user namespace), so samples on one host whose
-    agents have the same uid share this number; the README says what that means for concurrent samples."""
+    agents have the same uid share this number; docs/security-model.md says what that means for concurrent samples."""
     limits = environment.container_limits
     users = 1 + len(environment.spec.agent_extra_users) + SCORING_RUN_AS_USERS
     return (limits.pids - limits.root_pids) // users
@@ -168,7 +168,7 @@ def k8s_values(environment: ResolvedEnvironment) -> dict[str, Any]:
     limits = environment.container_limits
     # Memory-backed emptyDirs hold a tmpfs of at most sizeLimit; they start 0777, which setup makes sticky (1777).
     # The pids limit is the kubelet's (`podPidsLimit`), not the pod's, and a pod spec has no rlimits, so neither the
-    # pids limit nor `processes_per_user` is set here: see the README.
+    # pids limit nor `processes_per_user` is set here: see docs/security-model.md.
     sizes = {"/dev/shm": limits.shm_gb, **dict.fromkeys(TEMP_DIRS, limits.temp_gb)}
     names = {folder: folder.strip("/").replace("/", "-") for folder in sizes}
     service["volumes"] = [

@@ -123,7 +123,8 @@ def run_untrusted(
                 if not user:
                     raise
                 # EAGAIN from exec after the switch to `user`: that user is at its process limit (RLIMIT_NPROC,
-                # README "Security model"), which its own processes used up: the agent's doing, not the machine's.
+                # docs/security-model.md, "Limits"), which its own processes used up: the agent's doing, not the
+                # machine's.
                 raise Invalid(NO_PROCESS_LEFT) from None
             try:
                 returncode: int | None = process.wait(timeout=timeout)

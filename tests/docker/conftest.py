@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
     docker_items = [item for item in items if item.get_closest_marker("docker")]
     if docker_items and not engine_answers():
         skip = pytest.mark.skip(
-            reason="no Docker engine answers (start one: see README, 'Run an environment in Docker')"
+            reason="no Docker engine answers (start one: see docs/running.md, 'Docker on a laptop')"
         )
         for item in docker_items:
             item.add_marker(skip)

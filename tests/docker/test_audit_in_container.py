@@ -36,8 +36,8 @@ RUNS = {
         tool_call("bash", command=f"setsid nohup sh -c 'while true; do sleep 0.2; done # {MARKER}' >/dev/null 2>&1 &"),
         tool_call("bash", command=f"sleep 1; {FIND_LEFT_PROCESS}"),
     ],
-    # How honest long runs are started: it outlives its call as well, and is not flagged (README, "What the audit
-    # cannot see")
+    # How honest long runs are started: it outlives its call as well, and is not flagged (docs/audit.md, "What the
+    # audit cannot see")
     "background_job": [
         tool_call("bash", command=f"sh -c 'while true; do sleep 0.2; done # {MARKER}' >/dev/null 2>&1 &"),
         tool_call("bash", command=f"sleep 1; {FIND_LEFT_PROCESS}"),

@@ -19,10 +19,10 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.agent import human_cli
 from inspect_ai.log import EvalLog
-from inspect_ai.util import ComposeConfig, SandboxEnvironmentSpec
+from inspect_ai.util import SandboxEnvironmentSpec
 
 from rebench.environments import ENVIRONMENTS, TASKS
-from rebench_inspect.runtime.sandbox import compose_service, with_scoring_service
+from rebench_inspect.runtime.sandbox import compose, generated_file
 from rebench_inspect.runtime.state import store_key
 from rebench_inspect.testing.fixtures import fixed_smoke_anchors
 
@@ -125,9 +125,9 @@ def test_task_score_in_the_container_lands_in_the_score_log(name, visible, smoke
     )
     # rebench's own services (with the scoring service where the environment scores apart), the agent's marked
     smoke = environment.at("smoke")
-    services = with_scoring_service(smoke, compose_service(smoke))
-    services["default"] = {**services["default"], "environment": {RUN_MARKER: marker}}
-    task.sandbox = SandboxEnvironmentSpec("docker", ComposeConfig.model_validate({"services": services}))
+    document = compose(smoke)
+    document["services"]["default"] = {**document["services"]["default"], "environment": {RUN_MARKER: marker}}
+    task.sandbox = SandboxEnvironmentSpec("docker", str(generated_file(smoke, "compose", document)))
     solver = human_cli(answer=False, intermediate_scoring=True, record_session=False, user="agent")
     logs: list[EvalLog] = []
     eval_thread = threading.Thread(target=lambda: logs.extend(eval(task, solver=solver, display="none", log_dir=None)))

@@ -226,7 +226,13 @@ def run_attack(name: str) -> tuple[str, dict]:
         ]
     )
     task = TASKS[name](
-        scale="smoke", sandbox="docker", time_budget_hours=0.5, anchors=fixed_smoke_anchors(ENVIRONMENTS[name])
+        scale="smoke",
+        sandbox="docker",
+        time_budget_hours=0.5,
+        anchors=fixed_smoke_anchors(ENVIRONMENTS[name]),
+        # A checkpoint archives the agent's home as root, which reads every file there: the access-time channel
+        # below cannot tell that from the runner's reads, so this attack runs without checkpoints.
+        checkpoint_minutes=0,
     )
     [log] = eval(task, model=agent, display="none", log_dir=None)
     assert log.status == "success", log.error

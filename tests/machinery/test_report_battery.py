@@ -1,4 +1,4 @@
-"""The README's battery use, run exactly: one `inspect eval-set` over environments, then `rebench report` on its logs.
+"""docs/running.md's battery use, run exactly: one `inspect eval-set` over environments, then `rebench report` on its logs.
 
 Smoke scale, local sandbox, `--model none` with the reference solver. It runs the cheapest environment(s) only
 (BATTERY): the others' cold smoke preparation trains models for minutes on a 2-core machine.

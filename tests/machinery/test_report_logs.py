@@ -63,7 +63,10 @@ def test_report_of_agent_and_human_runs(toy_environment, agent_script, tmp_path)
 
 def test_a_run_cut_short_by_an_error_is_left_out_with_a_warning(toy_environment, agent_script, tmp_path):
     task = build_task(toy_environment.at("smoke"), sandbox="local", time_budget_hours=0.1)
-    model = agent_script([tool_call("bash", command="echo crash > answer.txt"), tool_call("score")])
+    # A scoring failure is the harness's only when its check on the starting workspace fails too: in the local
+    # sandbox, no boundary, the agent can remove the copy the harness kept (issue 46), and the final run errors.
+    breaks_the_harness = "rm -rf ../protected/start-workspace && echo crash > answer.txt"
+    model = agent_script([tool_call("bash", command=breaks_the_harness)])
     [log] = eval(task, model=model, display="none", log_dir=str(tmp_path / "logs"))
     assert log.status == "error"
     report = make_report([log.location], tmp_path / "report", samples=50)
