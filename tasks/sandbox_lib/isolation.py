@@ -70,17 +70,40 @@ def dedicated_runner(agent_users: Sequence[str], runner: str | None) -> int | No
     return runner_uids[0]
 
 
+def _skipped(top: str) -> bool:
+    """Whether `top` is a kernel view whose entries are never searched (/dev is searched only below its folders in
+    SEARCHED_UNDER_DEV)."""
+    return (
+        top != "/"
+        and any(top == tree or top.startswith(tree + "/") for tree in SKIPPED_TREES)
+        and not any(top == folder or top.startswith(folder + "/") for folder in SEARCHED_UNDER_DEV)
+    )
+
+
 def _walk(roots: tuple[str, ...] = ("/",)):
-    """(path, lstat) of every file and directory under `roots`, bottom-up, links never followed."""
+    """(path, lstat) of every file and directory under `roots`, deepest first, links never followed. Without
+    recursion: the runner's code may nest folders past Python's recursion limit (os.walk recurses in Python 3.11);
+    a folder whose path is too long to open is passed over, never an error."""
     for root in roots:
-        for top, dirs, files in os.walk(root, topdown=False, onerror=lambda _: None, followlinks=False):
-            if (
-                top != "/"
-                and any(top == s or top.startswith(s + "/") for s in SKIPPED_TREES)
-                and not any(top == d or top.startswith(d + "/") for d in SEARCHED_UNDER_DEV)
-            ):
+        searched, pending = [], [root]
+        while pending:  # folders in pre-order: each after its parent
+            top = pending.pop()
+            leads_on = any(folder.startswith(top.rstrip("/") + "/") for folder in SEARCHED_UNDER_DEV)
+            if _skipped(top) and not leads_on:
                 continue
-            for name in [*files, *dirs]:
+            if not _skipped(top):
+                searched.append(top)
+            try:
+                with os.scandir(top) as entries:
+                    pending.extend(entry.path for entry in entries if entry.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        for top in reversed(searched):  # children before their parents
+            try:
+                names = os.listdir(top)
+            except OSError:
+                continue
+            for name in names:
                 path = os.path.join(top, name)
                 try:
                     yield path, os.lstat(path)

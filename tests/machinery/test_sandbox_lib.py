@@ -434,3 +434,23 @@ def test_a_child_started_with_the_scales_thread_env_runs_torch_on_one_thread_at_
 
     assert torch_threads_in_a_child(thread_env("smoke")) == 1
     assert torch_threads_in_a_child(thread_env("full")) == torch_threads_in_a_child({})  # torch's default
+
+
+def test_the_runners_sweep_walks_a_tree_nested_past_the_recursion_limit(tmp_path):
+    """The quarantine's sweep looks for the runner's files over the whole filesystem: a tree the runner's code nested
+    1,100 folders deep (issue 46) is walked without recursion, deepest first, and none of it is missed."""
+    from rebench.sandbox_lib import isolation
+
+    top = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(1100):  # relative to descriptors: os.makedirs itself recurses once per level
+        os.mkdir("d", dir_fd=top)
+        inner = os.open("d", os.O_RDONLY, dir_fd=top)
+        os.close(top)
+        top = inner
+    os.close(top)
+    try:
+        walked = [path for path, _ in isolation._walk((str(tmp_path),))]
+        assert len(walked) == 1100
+        assert len(walked[0]) > len(walked[-1])  # the deepest first, so each folder is empty when it is removed
+    finally:  # pytest's own clean-up of old temporary folders would meet the tree with a recursive rmtree
+        subprocess.run(["rm", "-rf", str(tmp_path)], check=True)
